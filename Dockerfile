@@ -1,0 +1,36 @@
+# syntax=docker/dockerfile:1
+
+# Build: compile TypeScript to dist/. Scripts are skipped at install so that `prepare`
+# (which builds) runs once, after the sources are in place.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts
+COPY . .
+RUN npm run build
+
+# Production dependencies only; --ignore-scripts keeps `prepare` (which needs TypeScript) from running.
+FROM node:20-bookworm-slim AS deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production DATA_DIR=/data
+WORKDIR /app
+# Code stays owned by root (read-only to the server); only /data is writable by the `node` user.
+COPY --from=deps /app/node_modules ./node_modules
+COPY --from=build /app/package.json /app/package-lock.json ./
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/views ./views
+COPY --from=build /app/migrations ./migrations
+RUN mkdir -p /data && chown node:node /data
+VOLUME /data
+USER node
+# 3000: public listener. 3001: admin listener, bound to 127.0.0.1 unless ADMIN_HOST says otherwise.
+EXPOSE 3000 3001
+# The slim image has no curl; Node's fetch does the probe.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+# Migrations run at start; SIGTERM drains requests and closes the store within 10 s.
+CMD ["node", "dist/main.js"]

@@ -1,0 +1,142 @@
+import { CookieJar, expectStatus, form, FORM, pkce } from './http.js';
+
+export interface OurClient {
+  client_id: string;
+  client_secret: string;
+  redirect_uris: string[];
+}
+export interface OurAgent {
+  agent_id: string;
+  agent_secret: string;
+}
+export interface TokenSet {
+  access_token: string;
+  refresh_token: string;
+}
+
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+export const REDIRECT_URI = 'http://localhost:9/callback';
+
+/** Our server's environment for a run: no rate limits, quiet logs, no purge during the run. */
+export function ourEnv(port: number, adminPort: number, database: { url?: string; dataDir?: string }): Record<string, string> {
+  return {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ISSUER: `http://127.0.0.1:${port}`,
+    ADMIN_PORT: String(adminPort),
+    ADMIN_TOKEN,
+    JWT_SECRET: 'bench-jwt-secret-that-is-at-least-32-bytes',
+    LOG_LEVEL: 'warn',
+    PURGE_INTERVAL_SECONDS: '86400',
+    RATE_LIMIT_AUTHORIZE_PER_IP: '0',
+    RATE_LIMIT_CHECK_STATUS_PER_IP: '0',
+    RATE_LIMIT_AUTHENTICATE_PER_IP: '0',
+    RATE_LIMIT_AUTHENTICATE_PER_AGENT: '0',
+    RATE_LIMIT_CLIENT_PER_CLIENT: '0',
+    ...(database.url ? { DATABASE_URL: database.url } : { DATA_DIR: database.dataDir! }),
+  };
+}
+
+async function admin<T>(adminUrl: string, path: string, body: unknown): Promise<T> {
+  const res = await fetch(`${adminUrl}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  await expectStatus(res, 201);
+  return (await res.json()) as T;
+}
+
+/** One website and one agent, registered through the admin API. */
+export async function registerOurs(adminUrl: string) {
+  const client = await admin<OurClient>(adminUrl, '/admin/clients', { name: 'Bench shop', redirect_uris: [REDIRECT_URI] });
+  const agent = await admin<OurAgent>(adminUrl, '/admin/agents', { email: 'bench-owner@example.com', name: 'Bench agent' });
+  return { client, agent };
+}
+
+/** GET /authorize as a browser: the request id from the page and the binding cookie. */
+export async function authorizePage(base: string, client: OurClient) {
+  const jar = new CookieJar();
+  const { verifier, challenge } = pkce();
+  const query = new URLSearchParams({
+    client_id: client.client_id,
+    redirect_uri: REDIRECT_URI,
+    response_type: 'code',
+    state: 'bench-state',
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    scope: 'openid email',
+  });
+  const page = await expectStatus(await fetch(`${base}/authorize?${query}`), 200);
+  jar.store(page);
+  const requestId = /<meta name="request-id" content="([^"]+)">/.exec(await page.text())?.[1];
+  if (!requestId) throw new Error('no request id on the authorization page');
+  return { jar, verifier, requestId };
+}
+
+/** POST /api/agent/authenticate: the agent's back-channel step. */
+export async function authenticate(base: string, agent: OurAgent, requestId: string) {
+  const res = await fetch(`${base}/api/agent/authenticate`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'bench-model' }),
+  });
+  await (await expectStatus(res, 200)).arrayBuffer();
+}
+
+/** GET /authorize/complete as the browser: the code from the redirect to the website. */
+export async function complete(base: string, jar: CookieJar, requestId: string): Promise<string> {
+  const res = await fetch(`${base}/authorize/complete?request_id=${encodeURIComponent(requestId)}`, {
+    headers: { cookie: jar.header() },
+    redirect: 'manual',
+  });
+  await (await expectStatus(res, 302)).arrayBuffer();
+  const code = new URL(res.headers.get('location')!).searchParams.get('code');
+  if (!code) throw new Error(`no code in ${res.headers.get('location')}`);
+  return code;
+}
+
+/** authorize (browser), authenticate (agent), complete (browser): the code and its verifier. */
+export async function signInToCode(base: string, client: OurClient, agent: OurAgent) {
+  const { jar, verifier, requestId } = await authorizePage(base, client);
+  await authenticate(base, agent, requestId);
+  return { code: await complete(base, jar, requestId), verifier };
+}
+
+export function codeExchangeBody(client: OurClient, code: string, verifier: string): string {
+  return form({
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: verifier,
+    client_id: client.client_id,
+    client_secret: client.client_secret,
+  });
+}
+
+export function refreshBody(client: OurClient, refreshToken: string): string {
+  return form({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.client_id, client_secret: client.client_secret });
+}
+
+export function introspectBody(client: OurClient, token: string): string {
+  return form({ token, client_id: client.client_id, client_secret: client.client_secret });
+}
+
+export async function exchangeCode(base: string, client: OurClient, code: string, verifier: string): Promise<TokenSet> {
+  const res = await fetch(`${base}/token`, { method: 'POST', headers: FORM, body: codeExchangeBody(client, code, verifier) });
+  return (await (await expectStatus(res, 200)).json()) as TokenSet;
+}
+
+export async function userinfo(base: string, accessToken: string) {
+  const res = await fetch(`${base}/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
+  return (await (await expectStatus(res, 200)).json()) as { sub: string; email?: string };
+}
+
+/** The whole sign-in as a website and an agent see it, ending with the website's userinfo call. */
+export async function fullSignIn(base: string, client: OurClient, agent: OurAgent) {
+  const { code, verifier } = await signInToCode(base, client, agent);
+  const tokens = await exchangeCode(base, client, code, verifier);
+  const info = await userinfo(base, tokens.access_token);
+  if (!info.email) throw new Error('userinfo without email');
+  return tokens;
+}

@@ -1,0 +1,331 @@
+/**
+ * `npm run bench`: our server against node-oidc-provider and a bare Fastify route, on PostgreSQL
+ * and on the embedded store. See bench/README.md for what is measured and how to read it.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { openPglite } from '../src/db/pglite.js';
+import { openPostgres } from '../src/db/postgres.js';
+import type { Db } from '../src/db/types.js';
+import { pgliteStore, postgresStore, seedLargeStore, type BenchStore, type StoreKind } from './lib/database.js';
+import { FORM } from './lib/http.js';
+import { hammer, inParallel, loop, refreshChain, type LoadOptions, type Measurement } from './lib/load.js';
+import {
+  codeExchangeBody,
+  fullSignIn,
+  introspectBody,
+  ourEnv,
+  refreshBody,
+  registerOurs,
+  signInToCode,
+  type OurClient,
+} from './lib/ours.js';
+import { cpuMs, startProcess, type ServerProcess } from './lib/processes.js';
+import { checkTargets, toMarkdown, writeReport, type StoreReport } from './lib/report.js';
+import { ourRoundTrips, peerRoundTrips } from './lib/round-trips.js';
+import { summarise } from './profile-summary.js';
+import { peerIntrospectBody, peerRefreshBody, peerSignIn } from './peers/oidc-provider/driver.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'postgres,pglite' },
+    duration: { type: 'string' },
+    connections: { type: 'string' },
+    codes: { type: 'string' },
+    rows: { type: 'string', default: '1000000' },
+    smoke: { type: 'boolean', default: false },
+    'no-large': { type: 'boolean', default: false },
+    'no-peer': { type: 'boolean', default: false },
+    'no-build': { type: 'boolean', default: false },
+    out: { type: 'string', default: `${root}bench/results` },
+    // Only these of our operations (comma-separated names as in the table); skips everything else.
+    only: { type: 'string' },
+    // Another checkout of the server to measure (its dist/ is built and run), e.g. to compare before/after.
+    server: { type: 'string' },
+    // Runs our server under --cpu-prof and prints where its time went.
+    profile: { type: 'boolean', default: false },
+  },
+});
+
+const serverDir = args.server ? `${args.server.replace(/\/$/, '')}/` : root;
+const smoke = args.smoke;
+const onlyOps = args.only?.split(',').map((s) => s.trim());
+const only = (op: string) => !onlyOps || onlyOps.includes(op);
+const load: LoadOptions = {
+  durationSeconds: Number(args.duration ?? (smoke ? 2 : 10)),
+  connections: Number(args.connections ?? (smoke ? 4 : 10)),
+};
+const codeCount = Number(args.codes ?? (smoke ? 50 : 3000));
+// A smoke run checks that everything works end to end; the million rows take minutes to seed.
+const largeRows = smoke || onlyOps || args['no-large'] ? 0 : Number(args.rows);
+const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404 };
+const PEER_NOTE =
+  'node-oidc-provider 9 (Koa) with a PostgreSQL key/value adapter (bench/peers/oidc-provider), opaque access tokens ' +
+  '(its default; each one is a row), rotating refresh tokens, HS256 ID tokens, accounts in memory. It prints ' +
+  '"Unsupported runtime" on Node 20 but runs.';
+
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function tsxProcess(name: string, file: string, env: Record<string, string>, port: number) {
+  return startProcess(name, process.execPath, ['--import', 'tsx', `${root}${file}`], { PEER_PORT: String(port), ...env }, `http://127.0.0.1:${port}/`);
+}
+
+/** Runs one measurement and adds the CPU time the server and the database spent per request. */
+async function measured(name: string, server: ServerProcess, store: BenchStore, run: () => Promise<Measurement>): Promise<Measurement> {
+  const [cpu0, db0] = [cpuMs(server.pid), await store.databaseCpuMs()];
+  const m = await run();
+  const [cpu1, db1] = [cpuMs(server.pid), await store.databaseCpuMs()];
+  // Backends that came during the run count whole; one that left (idle timeout) is not counted at all.
+  const dbMs = [...db1].reduce((sum, [pid, ms]) => sum + ms - (db0.get(pid) ?? 0), 0);
+  const per = (ms: number) => Math.round((100 * ms) / Math.max(1, m.count)) / 100;
+  const result = { ...m, cpuMs: per(cpu1 - cpu0), ...(store.kind === 'postgres' ? { dbCpuMs: per(dbMs) } : {}) };
+  log(
+    `  ${name.padEnd(28)} ${m.rate.toFixed(0).padStart(7)}/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}` +
+      `  cpu/op ${result.cpuMs} ms${result.dbCpuMs === undefined ? '' : ` (+ db ${result.dbCpuMs} ms)`}`,
+  );
+  return result;
+}
+
+/** The same chain as a flow, for the latency comparison with a sub-millisecond clock. */
+function refreshFlow(base: string, client: OurClient, initial: string[]) {
+  const pool = [...initial];
+  return async () => {
+    const token = pool.shift();
+    if (!token) throw new Error('no refresh token left');
+    const res = await fetch(`${base}/token`, { method: 'POST', headers: FORM, body: refreshBody(client, token) });
+    if (res.status !== 200) throw new Error(`refresh: ${res.status}`);
+    pool.push(((await res.json()) as { refresh_token: string }).refresh_token);
+  };
+}
+
+function requestFlow(url: string, init: RequestInit) {
+  return async () => {
+    const res = await fetch(url, init);
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${url}: ${res.status}`);
+  };
+}
+
+async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
+  const location = store.location('ours');
+  const profileDir = `${args.out}/profiles`;
+  const server = await startProcess(
+    'ours',
+    process.execPath,
+    [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), `${serverDir}dist/main.js`],
+    ourEnv(PORTS.ours, PORTS.oursAdmin, location),
+    `http://127.0.0.1:${PORTS.ours}/healthz`,
+  );
+  const base = `http://127.0.0.1:${PORTS.ours}`;
+  try {
+    const { client, agent } = await registerOurs(`http://127.0.0.1:${PORTS.oursAdmin}`);
+    const codes = only('token (authorization_code)') ? codeCount : 0;
+    log(`  preparing: ${load.connections + 1} sign-ins, ${codes} codes`);
+    const access = (await fullSignIn(base, client, agent)).access_token;
+    const chains = await inParallel(load.connections, load.connections, async () => (await fullSignIn(base, client, agent)).refresh_token);
+    const prepared = await inParallel(codes, load.connections, () => signInToCode(base, client, agent));
+
+    const bearer = { authorization: `Bearer ${access}` };
+    const operations: [string, () => Promise<Measurement>][] = [
+      ['userinfo', () => hammer({ url: `${base}/userinfo`, headers: bearer }, load)],
+      ['introspect', () => hammer({ url: `${base}/introspect`, method: 'POST', headers: FORM, body: introspectBody(client, access) }, load)],
+      ['token (refresh_token)', () => hammer(refreshChain(`${base}/token`, chains, (t) => refreshBody(client, t)), load)],
+      [
+        'token (authorization_code)',
+        () =>
+          hammer(
+            {
+              url: `${base}/token`,
+              method: 'POST',
+              headers: FORM,
+              nextBody: () => {
+                const next = prepared.shift();
+                return next ? codeExchangeBody(client, next.code, next.verifier) : 'exhausted';
+              },
+              amount: codes,
+            },
+            load,
+          ),
+      ],
+      ['full sign-in', () => loop(() => fullSignIn(base, client, agent).then(() => {}), load)],
+    ];
+    server.resetRss();
+    const ours: Record<string, Measurement> = {};
+    for (const [name, run] of operations) if (only(name)) ours[name] = await measured(name, server, store, run);
+    report.ours = ours;
+
+    report.rssMb!.ours = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
+  } finally {
+    await server.stop();
+  }
+  if (args.profile) {
+    const newest = readdirSync(profileDir)
+      .filter((f) => f.endsWith('.cpuprofile'))
+      .map((f) => join(profileDir, f))
+      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+    log(`\nprofile of our server: ${newest}\n${summarise(JSON.parse(readFileSync(newest, 'utf8')))}`);
+  }
+}
+
+/**
+ * The same operations on an empty store and on one holding `largeRows` refresh tokens and past
+ * requests: two servers side by side, measured in turns (three rounds, the median p50 counts), so
+ * that the machine's load drifting during the run weighs on both alike.
+ */
+async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
+  const servers: { name: 'empty' | 'large'; server: ServerProcess; base: string; adminUrl: string; url: string }[] = [];
+  try {
+    for (const [i, name] of (['empty', 'large'] as const).entries()) {
+      const port = PORTS.large + 2 * i;
+      const location = store.location(name);
+      const server = await startProcess(name, process.execPath, [`${serverDir}dist/main.js`], ourEnv(port, port + 1, location), `http://127.0.0.1:${port}/healthz`);
+      servers.push({ name, server, base: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${port + 1}`, url: location.url! });
+    }
+    log(`  seeding ${largeRows.toLocaleString('en')} refresh tokens and past requests`);
+    const t0 = Date.now();
+    await seedLargeStore(servers[1].url, largeRows);
+    log(`  seeded in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+
+    const flows = await Promise.all(
+      servers.map(async ({ base, adminUrl, server }) => {
+        const { client, agent } = await registerOurs(adminUrl);
+        const access = (await fullSignIn(base, client, agent)).access_token;
+        const chains = await inParallel(load.connections, load.connections, async () => (await fullSignIn(base, client, agent)).refresh_token);
+        return {
+          server,
+          ops: {
+            'token (refresh_token)': refreshFlow(base, client, chains),
+            introspect: requestFlow(`${base}/introspect`, { method: 'POST', headers: FORM, body: introspectBody(client, access) }),
+            userinfo: requestFlow(`${base}/userinfo`, { headers: { authorization: `Bearer ${access}` } }),
+          },
+        };
+      }),
+    );
+    const turn = { ...load, durationSeconds: Math.max(2, load.durationSeconds / 2) };
+    // Both servers warm (JIT) before anything counts.
+    for (const { ops } of flows) for (const flow of Object.values(ops)) await loop(flow, { ...turn, durationSeconds: 2 });
+    const samples: Record<string, Record<string, Measurement[]>> = { empty: {}, large: {} };
+    for (let round = 0; round < 3; round++) {
+      // Each store goes first in turn.
+      const order = round % 2 === 0 ? [0, 1] : [1, 0];
+      for (const i of order) {
+        const { server, ops } = flows[i];
+        for (const [op, flow] of Object.entries(ops)) {
+          const m = await measured(`${op} (${servers[i].name})`, server, store, () => loop(flow, turn));
+          (samples[servers[i].name][op] ??= []).push(m);
+        }
+      }
+    }
+    const median = (ms: Measurement[]) => [...ms].sort((a, b) => a.p50 - b.p50)[Math.floor(ms.length / 2)];
+    const pick = (name: string) => Object.fromEntries(Object.entries(samples[name]).map(([op, ms]) => [op, median(ms)]));
+    report.large = { rows: largeRows, empty: pick('empty'), large: pick('large') };
+  } finally {
+    for (const { server } of servers) await server.stop();
+  }
+}
+
+async function benchPeer(store: BenchStore, report: Partial<StoreReport>) {
+  const location = store.location('peer');
+  const env: Record<string, string> = location.url ? { DATABASE_URL: location.url } : { DATA_DIR: location.dataDir! };
+  const server = await tsxProcess('peer', 'bench/peers/oidc-provider/server.ts', env, PORTS.peer);
+  const base = `http://127.0.0.1:${PORTS.peer}`;
+  try {
+    const access = (await peerSignIn(base, 'bench-account')).access_token;
+    const chains = await inParallel(load.connections, load.connections, async (i) => (await peerSignIn(base, `bench-account-${i}`)).refresh_token);
+    server.resetRss();
+    const peer: Record<string, Measurement> = {};
+    peer.userinfo = await measured('userinfo', server, store, () => hammer({ url: `${base}/me`, headers: { authorization: `Bearer ${access}` } }, load));
+    peer.introspect = await measured('introspect', server, store, () =>
+      hammer({ url: `${base}/token/introspection`, method: 'POST', headers: FORM, body: peerIntrospectBody(access) }, load),
+    );
+    peer['token (refresh_token)'] = await measured('token (refresh_token)', server, store, () => hammer(refreshChain(`${base}/token`, chains, peerRefreshBody), load));
+    report.peer = peer;
+    report.rssMb!.peer = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
+  } finally {
+    await server.stop();
+  }
+}
+
+async function benchCeiling(store: BenchStore, report: Partial<StoreReport>) {
+  const server: ServerProcess = await tsxProcess('ceiling', 'bench/peers/fastify-ceiling.ts', {}, PORTS.ceiling);
+  try {
+    server.resetRss();
+    report.ceiling = await measured('bare Fastify JSON route', server, store, () => hammer({ url: `http://127.0.0.1:${PORTS.ceiling}/` }, load));
+    report.rssMb!.ceiling = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
+  } finally {
+    await server.stop();
+  }
+}
+
+async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
+  log(`\n== store: ${kind} ==`);
+  const store = kind === 'postgres' ? await postgresStore(adminUrl, ['ours', 'peer', 'rt_ours', 'rt_peer', 'empty', 'large']) : pgliteStore();
+  const openCounted = (name: string): Promise<Db> =>
+    kind === 'postgres' ? Promise.resolve(openPostgres(store.location(name).url!)) : openPglite('memory');
+  const report: Partial<StoreReport> = {
+    store: kind,
+    date: new Date().toISOString().slice(0, 10),
+    machine: { node: process.version, cpus: cpus().length, loadAverage: loadavg() },
+    options: { ...load, codes: codeCount, smoke },
+    peerNote: PEER_NOTE,
+    rssMb: {},
+  };
+  try {
+    if (onlyOps) {
+      // A partial run, e.g. for a profile: our server and the operations named, nothing else.
+      log('ours');
+      await benchOurs(store, report);
+      return undefined;
+    }
+    log('round trips (in process, counting Db)');
+    report.roundTrips = {
+      ours: await ourRoundTrips(await openCounted('rt_ours')),
+      ...(args['no-peer'] ? {} : { peer: await peerRoundTrips(await openCounted('rt_peer')) }),
+    };
+    log(`  ours ${JSON.stringify(report.roundTrips.ours)}`);
+    if (report.roundTrips.peer) log(`  peer ${JSON.stringify(report.roundTrips.peer)}`);
+    log('ceiling');
+    await benchCeiling(store, report);
+    log('ours');
+    await benchOurs(store, report);
+    if (largeRows > 0 && kind === 'postgres') {
+      log('empty and large store');
+      await benchLarge(store, report);
+    }
+    if (!args['no-peer']) {
+      log('node-oidc-provider');
+      await benchPeer(store, report);
+    }
+  } finally {
+    await store.dispose();
+  }
+  const complete = report as Omit<StoreReport, 'targets'>;
+  return { ...complete, targets: checkTargets(complete) };
+}
+
+function build() {
+  if (args['no-build']) return;
+  const result = spawnSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${serverDir}tsconfig.build.json`], { stdio: 'inherit' });
+  if (result.status !== 0) {
+    if (!existsSync(`${serverDir}dist/main.js`)) throw new Error('build failed and there is no dist/main.js');
+    log('warning: the build reported errors; benchmarking the dist/ it emitted');
+  }
+}
+
+build();
+const stores = args.store.split(',').map((s) => s.trim()) as StoreKind[];
+for (const kind of stores) {
+  if (kind !== 'postgres' && kind !== 'pglite') throw new Error(`unknown store ${kind}`);
+  const report = await benchStore(kind);
+  if (!report) continue;
+  log(`\n${toMarkdown(report)}`);
+  log(`written to ${writeReport(args.out, report)}.{md,json}`);
+}
+// Keep-alive sockets of fetch would hold the process open for a few seconds more.
+process.exit(0);

@@ -1,0 +1,117 @@
+/**
+ * A relying website that offers "Sign in with agent": an ordinary OAuth 2.0 client (openid-client)
+ * of agent-auth using the authorization code flow with PKCE, state and client_secret_post. After
+ * the sign-in it calls /userinfo and shows the email it received.
+ */
+import { randomBytes } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
+import Fastify from 'fastify';
+import * as oauth from 'openid-client';
+
+export interface WebsiteOptions {
+  /** agent-auth's issuer URL; its metadata is read from /.well-known/oauth-authorization-server. */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** 0 (default) picks a free port; the registered redirect URI must then be updated to match. */
+  port?: number;
+  host?: string;
+}
+
+export interface RunningWebsite {
+  url: string;
+  /** The redirect URI to register for this client: `${url}/callback`. */
+  redirectUri: string;
+  close(): Promise<void>;
+}
+
+type Session =
+  | { step: 'signing-in'; state: string; codeVerifier: string }
+  | { step: 'signed-in'; sub: string; email?: string }
+  | { step: 'failed'; error: string };
+
+const SESSION_COOKIE = 'shop_session';
+
+const escapeHtml = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+
+function page(body: string) {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Example shop</title>
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}
+button{font:inherit;padding:.6rem 1.4rem;border-radius:.4rem;border:0;background:#1f6feb;color:#fff;cursor:pointer}</style>
+</head><body><h1>Example shop</h1>
+${body}
+</body></html>`;
+}
+
+function home(session: Session | undefined) {
+  if (session?.step === 'signed-in') {
+    const who = session.email ?? `agent ${session.sub}`;
+    return page(`<p id="signed-in">Signed in as <strong id="email">${escapeHtml(who)}</strong></p>
+<p>Agent id: <code id="sub">${escapeHtml(session.sub)}</code></p>`);
+  }
+  const failure = session?.step === 'failed' ? `<p id="error" role="alert">Sign-in failed: ${escapeHtml(session.error)}</p>` : '';
+  return page(`${failure}<form action="/login" method="get"><button id="sign-in" type="submit">Sign in with agent</button></form>`);
+}
+
+export async function startWebsite(options: WebsiteOptions): Promise<RunningWebsite> {
+  const { issuer, clientId, clientSecret, port = 0, host = '127.0.0.1' } = options;
+  const config = await oauth.discovery(new URL(issuer), clientId, undefined, oauth.ClientSecretPost(clientSecret), {
+    algorithm: 'oauth2', // RFC 8414 metadata, not OpenID Connect discovery
+    execute: new URL(issuer).protocol === 'http:' ? [oauth.allowInsecureRequests] : [],
+  });
+
+  // In-memory sessions keep the example short; a real site keeps them in its session store.
+  const sessions = new Map<string, Session>();
+  const app = Fastify();
+  await app.register(fastifyCookie);
+  let redirectUri = '';
+
+  function sessionOf(cookies: Record<string, string | undefined>) {
+    const id = cookies[SESSION_COOKIE];
+    return id ? sessions.get(id) : undefined;
+  }
+
+  app.get('/', async (request, reply) => reply.type('text/html').send(home(sessionOf(request.cookies))));
+
+  app.get('/login', async (_request, reply) => {
+    const codeVerifier = oauth.randomPKCECodeVerifier();
+    const state = oauth.randomState();
+    const id = randomBytes(32).toString('base64url');
+    sessions.set(id, { step: 'signing-in', state, codeVerifier });
+    const authorizationUrl = oauth.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: 'email',
+      state,
+      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    });
+    reply.setCookie(SESSION_COOKIE, id, { path: '/', httpOnly: true, sameSite: 'lax' });
+    return reply.redirect(authorizationUrl.href, 303);
+  });
+
+  app.get('/callback', async (request, reply) => {
+    const id = request.cookies[SESSION_COOKIE];
+    const session = id ? sessions.get(id) : undefined;
+    if (!id || session?.step !== 'signing-in') return reply.code(400).type('text/html').send(home(undefined));
+    try {
+      // Checks state and iss, then redeems the code with the PKCE verifier and the client secret.
+      const tokens = await oauth.authorizationCodeGrant(config, new URL(request.url, redirectUri), {
+        pkceCodeVerifier: session.codeVerifier,
+        expectedState: session.state,
+      });
+      // No ID token in plain OAuth, so there is no subject to compare; userinfo's `sub` is the agent id.
+      const user = await oauth.fetchUserInfo(config, tokens.access_token, oauth.skipSubjectCheck);
+      sessions.set(id, { step: 'signed-in', sub: user.sub, email: user.email });
+    } catch (err) {
+      const error = err instanceof oauth.AuthorizationResponseError ? err.error : err instanceof Error ? err.message : 'unknown';
+      sessions.set(id, { step: 'failed', error });
+    }
+    return reply.redirect('/', 303);
+  });
+
+  const url = await app.listen({ port, host });
+  redirectUri = `${url}/callback`;
+  return { url, redirectUri, close: () => app.close() };
+}

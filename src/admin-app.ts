@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import { createFastify, type AppOptions } from './app.js';
+import adminAgentRoutes from './admin/agents.js';
+import adminAuditRoutes from './admin/audit.js';
+import adminClientRoutes from './admin/clients.js';
+import adminGrantRoutes from './admin/grants.js';
+import { safeEqual, sha256 } from './crypto/secrets.js';
+import { Unauthorized } from './errors.js';
+import errorHandler from './plugins/error-handler.js';
+import { metricsEndpoint } from './plugins/metrics.js';
+
+/** The operators' listener (ADMIN_HOST:ADMIN_PORT, private by default); every /admin call needs the token. */
+export async function buildAdminApp(
+  services: Parameters<typeof createFastify>[0],
+  adminToken: string,
+  options: AppOptions = {},
+): Promise<FastifyInstance> {
+  const app = createFastify(services, options);
+  await app.register(errorHandler);
+  await app.register(metricsEndpoint);
+  const expected = sha256(adminToken);
+
+  await app.register(async (admin) => {
+    admin.addHook('onRequest', async (request) => {
+      const header = request.headers.authorization ?? '';
+      const presented = /^bearer +(\S+)$/i.exec(header)?.[1] ?? '';
+      // Hashing both sides makes the comparison constant-time whatever the lengths.
+      if (!presented || !safeEqual(sha256(presented), expected)) {
+        throw new Unauthorized('missing or invalid admin token');
+      }
+    });
+    await admin.register(adminClientRoutes);
+    await admin.register(adminAgentRoutes);
+    await admin.register(adminGrantRoutes);
+    await admin.register(adminAuditRoutes);
+  }, { prefix: '/admin' });
+
+  return app;
+}

@@ -1,0 +1,23 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { generateSecret } from '../crypto/secrets.js';
+
+export function adminTokenPath(dataDir: string): string {
+  return join(dataDir, 'admin-token');
+}
+
+/**
+ * ADMIN_TOKEN when set; otherwise the token kept in `$DATA_DIR/admin-token`, created (mode 0600)
+ * on first start so that the CLI on the same machine can pick it up.
+ */
+export function resolveAdminToken(configured: string | undefined, dataDir: string): string {
+  if (configured) return configured;
+  if (dataDir === 'memory') return generateSecret('aa_admin');
+  const file = adminTokenPath(dataDir);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const token = generateSecret('aa_admin');
+  writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' });
+  chmodSync(file, 0o600);
+  return token;
+}

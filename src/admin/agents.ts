@@ -1,0 +1,15 @@
+import { z } from 'zod';
+import { adminResource } from './resource.js';
+import { agentView, atLeastOne, name } from './schemas.js';
+
+/** Registration of agents; the email names the user record that the agent belongs to. */
+export default adminResource({
+  plural: 'agents',
+  singular: 'agent',
+  secretField: 'agent_secret',
+  view: agentView,
+  create: z.strictObject({ email: z.email().max(320), name: name.nullish() }),
+  // A null name clears it; the email is fixed, since it names the user the agent acts for.
+  patch: atLeastOne(z.strictObject({ name: name.nullable().optional(), active: z.boolean().optional() })),
+  store: (store) => store.agents,
+});

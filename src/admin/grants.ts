@@ -1,0 +1,114 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { logAudit } from '../audit.js';
+import { NotFound } from '../errors.js';
+import type { RevocationLevel } from '../store/grant-admin.js';
+import { agentView, idParams } from './schemas.js';
+
+const email = z.email().max(320);
+
+const grantView = z.object({
+  grant_id: z.string(),
+  agent_id: z.string(),
+  client_id: z.string(),
+  client_name: z.string(),
+  scope: z.string(),
+  model: z.string(),
+  created_at: z.date(),
+  last_refreshed_at: z.date().nullable(),
+  expires_at: z.date(),
+  revoked_at: z.date().nullable(),
+  revoked_reason: z.string().nullable(),
+  active: z.boolean(),
+});
+
+const clientAgentView = z.object({
+  agent_id: z.string(),
+  name: z.string().nullable(),
+  email: z.string(),
+  models: z.array(z.string()),
+  grants: z.number().int(),
+  last_active_at: z.date(),
+});
+
+const revokedView = { 200: z.object({ revoked: z.number().int() }) };
+
+// How each level is named in a 404 and in the audit log line (an email stays out of the logs).
+const TARGETS: Record<RevocationLevel, { noun: string; field?: 'grant_id' | 'agent_id' | 'client_id' }> = {
+  grant: { noun: 'grant with id', field: 'grant_id' },
+  agent: { noun: 'agent with id', field: 'agent_id' },
+  user: { noun: 'user with email' },
+  client: { noun: 'client with id', field: 'client_id' },
+};
+
+function found<T>(value: T | undefined, level: RevocationLevel, key: string): T {
+  if (value === undefined) throw new NotFound(`no ${TARGETS[level].noun} ${key}`);
+  return value;
+}
+
+/**
+ * Agent owners in control: the sign-in history of an agent, a user (by email) and a website, and
+ * revocation at every level. A revoked grant's refresh tokens fail and its access tokens are refused
+ * at once on every instance: each check reads the grant from the shared store.
+ */
+export default async function adminGrantRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const { agents, grantAdmin } = app.services.store;
+
+  async function revoke(request: FastifyRequest, level: RevocationLevel, key: string) {
+    const revoked = found(await grantAdmin.revoke(level, key), level, key);
+    const { field } = TARGETS[level];
+    logAudit(request.log, 'revoked', { ...(field && { [field]: key }), reason: `admin_${level}`, count: revoked });
+    return { revoked };
+  }
+
+  app.get(
+    '/agents/:id/grants',
+    { schema: { params: idParams, response: { 200: z.object({ agent_id: z.string(), grants: z.array(grantView) }) } } },
+    async (request) => {
+      const { id } = request.params;
+      return { agent_id: id, grants: found(await grantAdmin.ofAgent(id), 'agent', id) };
+    },
+  );
+
+  app.get(
+    '/users',
+    {
+      schema: {
+        querystring: z.object({ email }),
+        response: { 200: z.object({ email: z.string(), agents: z.array(agentView), grants: z.array(grantView) }) },
+      },
+    },
+    async (request) => {
+      const user = found(await grantAdmin.ofUser(request.query.email), 'user', request.query.email);
+      return { email: user.email, agents: await agents.listOfUser(user.user_id), grants: user.grants };
+    },
+  );
+
+  app.get(
+    '/clients/:id/agents',
+    { schema: { params: idParams, response: { 200: z.object({ client_id: z.string(), agents: z.array(clientAgentView) }) } } },
+    async (request) => {
+      const { id } = request.params;
+      return { client_id: id, agents: found(await grantAdmin.activeAgentsOf(id), 'client', id) };
+    },
+  );
+
+  app.post('/grants/:id/revoke', { schema: { params: idParams, response: revokedView } }, async (request) =>
+    revoke(request, 'grant', request.params.id),
+  );
+
+  // The kill switch: every website loses this agent's tokens.
+  app.post('/agents/:id/revoke-grants', { schema: { params: idParams, response: revokedView } }, async (request) =>
+    revoke(request, 'agent', request.params.id),
+  );
+
+  app.post('/users/revoke-grants', { schema: { body: z.strictObject({ email }), response: revokedView } }, async (request) =>
+    revoke(request, 'user', request.body.email),
+  );
+
+  app.post('/clients/:id/revoke-grants', { schema: { params: idParams, response: revokedView } }, async (request) =>
+    revoke(request, 'client', request.params.id),
+  );
+}

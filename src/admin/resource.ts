@@ -1,0 +1,71 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { NotFound } from '../errors.js';
+import type { Store } from '../store/index.js';
+import { idParams } from './schemas.js';
+
+// Rows as the store returns them; the response schemas pick the fields that go out.
+type Row = Record<string, any>;
+
+interface ResourceStore<Create, Patch> {
+  create(input: Create): Promise<Row>;
+  list(): Promise<Row[]>;
+  get(id: string): Promise<Row | undefined>;
+  update(id: string, patch: Patch): Promise<Row | undefined>;
+  rotateSecret(id: string): Promise<Row | undefined>;
+  remove(id: string): Promise<boolean>;
+}
+
+interface ResourceOptions<Create extends z.ZodType, Patch extends z.ZodType> {
+  /** Collection name, the path segment and the key of the list response: "clients". */
+  plural: string;
+  singular: string;
+  /** Field that carries the clear secret, returned only by create and rotate. */
+  secretField: string;
+  view: z.ZodObject;
+  create: Create;
+  patch: Patch;
+  store(store: Store): ResourceStore<z.output<Create>, z.output<Patch>>;
+}
+
+/**
+ * The admin routes of one registered resource (clients, agents): create, list, get, patch,
+ * rotate secret, delete. Both resources behave the same way, so they share this one plugin.
+ */
+export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>(options: ResourceOptions<Create, Patch>) {
+  const { plural, singular, view } = options;
+  const withSecret = view.extend({ [options.secretField]: z.string() });
+  const notFound = (id: string) => new NotFound(`no ${singular} with id ${id}`);
+  const found = (id: string, row: Row | undefined): Row => {
+    if (!row) throw notFound(id);
+    return row;
+  };
+
+  return async function adminResourceRoutes(fastify: FastifyInstance) {
+    const app = fastify.withTypeProvider<ZodTypeProvider>();
+    const store = options.store(app.services.store);
+    const path = `/${plural}`;
+    const byId = `${path}/:id`;
+
+    app.post(path, { schema: { body: options.create, response: { 201: withSecret } } }, async (request, reply) =>
+      reply.code(201).send(await store.create(request.body as z.output<Create>)),
+    );
+    app.get(path, { schema: { response: { 200: z.object({ [plural]: z.array(view) }) } } }, async () => ({
+      [plural]: await store.list(),
+    }));
+    app.get(byId, { schema: { params: idParams, response: { 200: view } } }, async (request) =>
+      found(request.params.id, await store.get(request.params.id)),
+    );
+    app.patch(byId, { schema: { params: idParams, body: options.patch, response: { 200: view } } }, async (request) =>
+      found(request.params.id, await store.update(request.params.id, request.body as z.output<Patch>)),
+    );
+    app.post(`${byId}/secret`, { schema: { params: idParams, response: { 200: withSecret } } }, async (request) =>
+      found(request.params.id, await store.rotateSecret(request.params.id)),
+    );
+    app.delete(byId, { schema: { params: idParams } }, async (request, reply) => {
+      if (!(await store.remove(request.params.id))) throw notFound(request.params.id);
+      return reply.code(204).send();
+    });
+  };
+}

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Why a redirect URI is refused, or undefined when it is acceptable (decisions.md, Admin API). */
+export function redirectUriProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return 'must be an absolute URI';
+  }
+  if (value.includes('#')) return 'must not contain a fragment';
+  if (url.protocol === 'https:') return undefined;
+  if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return undefined;
+  return 'must use https (plain http only on localhost, 127.0.0.1 or [::1])';
+}
+
+export const redirectUri = z
+  .string()
+  .max(2000)
+  .superRefine((value, ctx) => {
+    const problem = redirectUriProblem(value);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
+export const redirectUris = z.array(redirectUri).min(1, 'needs at least one redirect URI').max(20);
+export const name = z.string().trim().min(1).max(200);
+export const idParams = z.object({ id: z.string().min(1).max(200) });
+
+/** A PATCH body must change something; an empty one is a mistake worth reporting. */
+export const atLeastOne = <T extends z.ZodObject>(body: T) =>
+  body.refine((b) => Object.keys(b).length > 0, `give at least one of: ${Object.keys(body.shape).join(', ')}`);
+
+// Response shapes (decisions.md, Admin API): the serializer drops anything else, so a secret hash can never leak.
+export const clientView = z.object({
+  client_id: z.string(),
+  name: z.string(),
+  redirect_uris: z.array(z.string()),
+  active: z.boolean(),
+  created_at: z.date(),
+});
+export const agentView = z.object({
+  agent_id: z.string(),
+  email: z.string(),
+  name: z.string().nullable(),
+  active: z.boolean(),
+  created_at: z.date(),
+});

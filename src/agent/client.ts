@@ -1,0 +1,189 @@
+import { AgentAuthError, RateLimitedError, TimeoutError, errorFromBody } from './errors.js';
+import { readRequestId, type PageLike } from './page.js';
+import { sleep } from './sleep.js';
+
+export interface AgentAuthClientOptions {
+  /** The authorization server's base URL (its issuer), e.g. `https://auth.example`. */
+  baseUrl: string;
+  agentId: string;
+  agentSecret: string;
+  /** Name of the model this agent runs on; the server records it with the sign-in. */
+  model: string;
+  /** A fetch implementation; defaults to the global one. */
+  fetch?: typeof fetch;
+}
+
+export type RequestStatus =
+  | { status: 'pending' | 'authenticated' | 'completed' }
+  | { status: 'error'; error: string; error_description: string };
+
+export interface CallOptions {
+  signal?: AbortSignal;
+}
+
+export interface PollOptions {
+  /** Delay between polls, and the first delay of the backoff (default 1000 ms). */
+  intervalMs?: number;
+  /** Double the delay after every poll, up to `maxIntervalMs`; for long waits (default false). */
+  backoff?: boolean;
+  /** Longest delay of the backoff (default 30 000 ms). */
+  maxIntervalMs?: number;
+}
+
+export interface StatusOptions extends CallOptions {
+  /** Long poll: the server holds the answer up to this many seconds (at most 25) until the state changes. */
+  wait?: number;
+}
+
+export interface WaitOptions extends PollOptions, CallOptions {
+  /**
+   * Ask the server to hold each poll until the state changes (default true). A server that does
+   * not long-poll answers at once, and the client falls back to polling every `intervalMs`.
+   */
+  longPoll?: boolean;
+  /** Give up after this long (default 60 000 ms; the spec recommends 30 to 60 s). */
+  timeoutMs?: number;
+  /** Resolve once the browser has the code (`completed`, default) or as soon as the agent is `authenticated`. */
+  until?: 'completed' | 'authenticated';
+}
+
+export interface SignInOptions extends WaitOptions {
+  /** How long to wait for the browser to show the authorization page (default 30 000 ms). */
+  pageTimeoutMs?: number;
+}
+
+/** The longest long poll the server grants (check-status `wait`). */
+export const MAX_WAIT_SECONDS = 25;
+
+/** The delay before poll number `attempt + 1`: fixed, or 1 s doubling up to 30 s with `backoff`. */
+export function pollDelay(attempt: number, options: PollOptions = {}): number {
+  const { intervalMs = 1000, backoff = false, maxIntervalMs = 30_000 } = options;
+  return backoff ? Math.min(intervalMs * 2 ** attempt, maxIntervalMs) : intervalMs;
+}
+
+/** `Retry-After` in seconds, from either of its forms (delta-seconds or an HTTP date). */
+export function parseRetryAfter(value: string | null | undefined, now = Date.now()): number | undefined {
+  const text = value?.trim();
+  if (!text) return undefined;
+  if (/^\d+$/.test(text)) return Number(text);
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/** Failures worth another poll: rate limits, server trouble, the network. */
+function isTransient(err: unknown): boolean {
+  if (err instanceof RateLimitedError) return true;
+  if (err instanceof AgentAuthError) return err.status !== undefined && err.status >= 500;
+  return err instanceof TypeError || (err instanceof DOMException && err.name === 'TimeoutError');
+}
+
+/** The agent's side of a sign-in: authenticate on the back channel, then watch the request. */
+export class AgentAuthClient {
+  readonly baseUrl: string;
+  readonly #agentId: string;
+  readonly #agentSecret: string;
+  readonly #model: string;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: AgentAuthClientOptions) {
+    this.baseUrl = new URL(options.baseUrl).href.replace(/\/+$/, '');
+    this.#agentId = options.agentId;
+    this.#agentSecret = options.agentSecret;
+    this.#model = options.model;
+    this.#fetch = options.fetch ?? fetch;
+  }
+
+  /** Proves this agent's identity for one authorization request. */
+  authenticate(requestId: string, options: CallOptions = {}): Promise<{ status: 'authenticated'; request_id: string }> {
+    return this.#call('/api/agent/authenticate', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        request_id: requestId,
+        agent_id: this.#agentId,
+        agent_secret: this.#agentSecret,
+        model: this.#model,
+      }),
+      signal: options.signal,
+    });
+  }
+
+  /** The request's current state; a `status: "error"` body is returned, not thrown. */
+  checkStatus(requestId: string, options: StatusOptions = {}): Promise<RequestStatus> {
+    const query = new URLSearchParams({ request_id: requestId });
+    if (options.wait) query.set('wait', String(Math.min(Math.floor(options.wait), MAX_WAIT_SECONDS)));
+    return this.#call(`/api/check-status?${query}`, { signal: options.signal });
+  }
+
+  /**
+   * Polls check-status until the request reaches `until`. Rejects with the request's own error
+   * (e.g. RequestExpiredError, AccessDeniedError) or a TimeoutError. Rate limits (honouring
+   * Retry-After), 5xx answers and network failures only delay the next poll.
+   */
+  async waitForCompletion(requestId: string, options: WaitOptions = {}): Promise<RequestStatus> {
+    const { timeoutMs = 60_000, until = 'completed', signal, longPoll = true } = options;
+    const deadline = Date.now() + timeoutMs;
+    let lastFailure: unknown;
+    for (let attempt = 0; ; attempt++) {
+      let delay = pollDelay(attempt, options);
+      const started = Date.now();
+      try {
+        // A hung connection must not outlive the deadline.
+        const timeout = AbortSignal.timeout(Math.max(deadline - Date.now(), 1000));
+        const wait = longPoll ? Math.floor((deadline - Date.now()) / 1000) : 0;
+        const state = await this.checkStatus(requestId, { wait, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+        // Time the server held the poll counts towards the interval: after a long poll, ask again at once.
+        delay = Math.max(0, delay - (Date.now() - started));
+        if (state.status === 'error') throw errorFromBody(state, 200);
+        if (state.status === 'completed' || (until === 'authenticated' && state.status === 'authenticated')) return state;
+        lastFailure = undefined;
+      } catch (err) {
+        if (signal?.aborted || !isTransient(err)) throw err;
+        lastFailure = err;
+        if (err instanceof RateLimitedError && err.retryAfter !== undefined) delay = Math.max(delay, err.retryAfter * 1000);
+      }
+      const remaining = deadline - Date.now();
+      // Never poll earlier than Retry-After allows: if that is past the deadline, stop now.
+      if (remaining <= 0 || (lastFailure instanceof RateLimitedError && delay > remaining)) {
+        throw new TimeoutError(`request ${requestId} did not become ${until} within ${timeoutMs} ms`, { cause: lastFailure });
+      }
+      await sleep(Math.min(delay, remaining), signal);
+    }
+  }
+
+  /**
+   * The whole sign-in for a browser the agent drives: reads the request id from the authorization
+   * page (only on this server's origin), authenticates, and waits for the sign-in to finish.
+   */
+  async signIn(page: PageLike, options: SignInOptions = {}): Promise<{ requestId: string } & RequestStatus> {
+    const { signal, pageTimeoutMs, timeoutMs = 60_000 } = options;
+    const requestId = await readRequestId(page, { expectedOrigin: new URL(this.baseUrl).origin, timeoutMs: pageTimeoutMs, signal });
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        await this.authenticate(requestId, { signal });
+        break;
+      } catch (err) {
+        const wait = err instanceof RateLimitedError && err.retryAfter !== undefined ? err.retryAfter * 1000 : undefined;
+        if (wait === undefined || Date.now() + wait > deadline) throw err;
+        await sleep(wait, signal);
+      }
+    }
+    const state = await this.waitForCompletion(requestId, { ...options, timeoutMs: Math.max(deadline - Date.now(), 0) });
+    return { requestId, ...state };
+  }
+
+  async #call<T>(path: string, init: RequestInit): Promise<T> {
+    const res = await this.#fetch(`${this.baseUrl}${path}`, {
+      ...init,
+      headers: { accept: 'application/json', ...init.headers },
+    });
+    const body: unknown = await res.json().catch(() => undefined);
+    const json = body !== null && typeof body === 'object' ? (body as Record<string, unknown>) : undefined;
+    if (res.ok && json) return json as T;
+    if (json && typeof json.error === 'string') {
+      throw errorFromBody(json, res.status, parseRetryAfter(res.headers.get('retry-after')));
+    }
+    throw new AgentAuthError('server_error', `unexpected ${res.status} response from ${path.split('?')[0]}`, res.status);
+  }
+}

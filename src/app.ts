@@ -1,0 +1,86 @@
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { loggerOptions } from './logger.js';
+import errorHandler, { sendError, toOAuthError } from './plugins/error-handler.js';
+import htmlPages from './plugins/html-pages.js';
+import { requestMetrics } from './plugins/metrics.js';
+import openapi from './plugins/openapi.js';
+import rateLimits from './plugins/rate-limit.js';
+import agentAuthenticateRoute from './routes/agent-authenticate.js';
+import authorizeRoute from './routes/authorize.js';
+import authorizeCompleteRoute from './routes/authorize-complete.js';
+import authorizeDecisionRoute from './routes/authorize-decision.js';
+import checkStatusRoute from './routes/check-status.js';
+import healthRoutes from './routes/health.js';
+import introspectRoutes from './routes/introspect.js';
+import metadataRoutes from './routes/metadata.js';
+import revokeRoutes from './routes/revoke.js';
+import tokenRoutes from './routes/token.js';
+import userinfoRoutes from './routes/userinfo.js';
+import type { Services } from './services.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+}
+
+// A caller's (or proxy's) X-Request-ID is kept when it looks like an id, so one id follows a request across hops.
+const REQUEST_ID = /^[\w.:+=@/-]{1,128}$/;
+
+export interface AppOptions {
+  logger?: FastifyServerOptions['logger'];
+  loggerInstance?: FastifyServerOptions['loggerInstance'];
+}
+
+/** Shared by the public and the admin listener: logging, validation, error format. */
+export function createFastify(services: Services, options: AppOptions = {}): FastifyInstance {
+  const app = Fastify({
+    logger: options.loggerInstance ? undefined : (options.logger ?? loggerOptions(services.config.logLevel)),
+    loggerInstance: options.loggerInstance,
+    trustProxy: services.config.trustProxy,
+    bodyLimit: 64 * 1024,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    routerOptions: { maxParamLength: 200 },
+    // The router's own refusals (an over-long or badly encoded path parameter) bypass the error
+    // handler; they get the same format. No browser route has path parameters, hence JSON.
+    frameworkErrors: (err, request, reply) => sendError(toOAuthError(err, request), request, reply, false),
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorate('services', services);
+  // Logs carry the same id as `reqId`: a caller quoting the header finds its request.
+  app.addHook('onRequest', async (request, reply) => void reply.header('x-request-id', request.id));
+  return app;
+}
+
+/** The public listener: everything websites, agents and browsers talk to. */
+export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
+  const app = createFastify(services, options);
+  await app.register(errorHandler);
+  await app.register(requestMetrics);
+  await app.register(fastifyFormbody);
+  await app.register(fastifyCookie);
+  await app.register(htmlPages);
+  await app.register(rateLimits);
+  // After the security headers (so /docs has them too), before the routes it describes.
+  await app.register(openapi);
+  await app.register(healthRoutes);
+  await app.register(metadataRoutes);
+  await app.register(tokenRoutes);
+  await app.register(userinfoRoutes);
+  await app.register(introspectRoutes);
+  await app.register(revokeRoutes);
+  await app.register(authorizeRoute);
+  await app.register(authorizeCompleteRoute);
+  await app.register(authorizeDecisionRoute);
+  await app.register(agentAuthenticateRoute);
+  await app.register(checkStatusRoute);
+  return app;
+}

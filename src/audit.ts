@@ -1,0 +1,54 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { RequestState } from './store/requests.js';
+
+/** Every event of the audit log (table audit_events, migrations/003), in the order a sign-in meets them. */
+export const AUDIT_EVENTS = [
+  'authorize_started',
+  'agent_authenticated',
+  'agent_authentication_failed',
+  'completed',
+  'denied',
+  'expired',
+  'token_issued',
+  'refreshed',
+  'reuse_detected',
+  'revoked',
+] as const;
+export type AuditEvent = (typeof AUDIT_EVENTS)[number];
+
+/** Why an agent's authentication failed; kept in the audit log only, never told to the caller. */
+export type AuthenticationFailure =
+  | 'unknown_agent'
+  | 'wrong_secret'
+  | 'inactive_agent'
+  | 'request_not_found'
+  | 'request_expired'
+  | 'request_denied'
+  | 'request_taken';
+
+/** Ids and names only: never a secret, code or token. */
+export interface AuditFields {
+  request_id?: string | null;
+  agent_id?: string | null;
+  client_id?: string | null;
+  grant_id?: string | null;
+  model?: string | null;
+  reason?: string | null;
+  /** How many grants an operator's revocation ended. */
+  count?: number;
+}
+
+/**
+ * The JSON log line of an audit event, for log pipelines: `{"audit":{"event":…},"msg":"audit"}`.
+ * The table row is written by the database (triggers) or the store, not here.
+ */
+export function logAudit(log: FastifyBaseLogger, event: AuditEvent, fields: AuditFields, level: 'info' | 'warn' = 'info'): void {
+  log[level]({ audit: { event, ...fields } }, 'audit');
+}
+
+/** The `expired` line, once: when the read that noticed a request's expiry recorded it. */
+export function logExpiry(log: FastifyBaseLogger, request: RequestState): void {
+  if (request.newly_expired) {
+    logAudit(log, 'expired', { request_id: request.id, client_id: request.client_id, agent_id: request.agent_id, model: request.model });
+  }
+}

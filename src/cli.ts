@@ -1,0 +1,321 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { adminTokenPath } from './admin/admin-token.js';
+
+/** `agent-auth`: the operators' command line over the admin API (decisions.md, Admin API). */
+
+class CliError extends Error {}
+
+type Row = Record<string, unknown>;
+
+interface GlobalOptions {
+  url: string;
+  token?: string;
+  json?: boolean;
+}
+
+// ADMIN_TOKEN wins; else the token the server wrote beside its data, as on the same machine.
+function adminToken(options: GlobalOptions): string {
+  if (options.token) return options.token;
+  const file = adminTokenPath(process.env.DATA_DIR || './data');
+  try {
+    return readFileSync(file, 'utf8').trim();
+  } catch {
+    throw new CliError(`no admin token: pass --token, set ADMIN_TOKEN, or run where ${file} exists`);
+  }
+}
+
+/** The one way the CLI talks to the server; a refusal becomes a CliError with the server's description. */
+async function request(options: GlobalOptions, method: string, path: string, body?: object): Promise<unknown> {
+  const url = `${options.url.replace(/\/+$/, '')}/admin${path}`;
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method,
+      headers: {
+        authorization: `Bearer ${adminToken(options)}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
+    throw new CliError(`cannot reach the admin API at ${options.url} (${cause})`);
+  }
+  const text = await res.text();
+  const data = text ? JSON.parse(text) : undefined;
+  if (!res.ok) throw new CliError(data?.error_description ?? `HTTP ${res.status}`);
+  return data;
+}
+
+const show = (value: unknown) => (Array.isArray(value) ? value.join(', ') : value === null ? '-' : String(value));
+
+function printRecord(row: Row) {
+  const width = Math.max(...Object.keys(row).map((k) => k.length));
+  for (const [key, value] of Object.entries(row)) console.log(`${key.padEnd(width)}  ${show(value)}`);
+}
+
+function printTable(rows: Row[], columns: string[]) {
+  if (rows.length === 0) return console.log('(none)');
+  const cells = [columns, ...rows.map((r) => columns.map((c) => show(r[c])))];
+  const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i].length)));
+  for (const line of cells) console.log(line.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
+}
+
+const globals = (c: Command) => c.optsWithGlobals<GlobalOptions>();
+
+/** The raw JSON with --json, else the readable form. */
+function print<T>(c: Command, data: T, readable: (data: T) => void) {
+  if (globals(c).json) console.log(JSON.stringify(data, null, 2));
+  else readable(data);
+}
+
+const parseBool = (value: string) => {
+  if (value !== 'true' && value !== 'false') throw new InvalidArgumentError('expected true or false');
+  return value === 'true';
+};
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+interface Field {
+  flags: string;
+  description: string;
+  /** Key in the request body. */
+  key: string;
+  parse?(value: string, previous: unknown): unknown;
+  /** On create: required, optional, or not accepted at all (undefined). */
+  create?: 'required' | 'optional';
+  update?: boolean;
+}
+
+const activeField: Field = { flags: '--active <bool>', description: 'true or false', key: 'active', parse: parseBool, update: true };
+
+interface Resource {
+  plural: string;
+  singular: string;
+  secretField: string;
+  columns: string[];
+  fields: Field[];
+}
+
+function fieldOption(field: Field, required: boolean): Option {
+  const option = new Option(field.flags, field.description);
+  if (field.parse) option.argParser(field.parse);
+  if (required) option.makeOptionMandatory();
+  return option;
+}
+
+function bodyFrom(fields: Field[], values: Record<string, unknown>): Row {
+  const body: Row = {};
+  for (const field of fields) {
+    const value = values[new Option(field.flags).attributeName()];
+    if (value !== undefined) body[field.key] = value;
+  }
+  return body;
+}
+
+/** create/list/get/update/activate/deactivate/rotate-secret/delete for one resource. */
+function resourceCommand(resource: Resource): Command {
+  const { plural, singular } = resource;
+  const a = /^[aeiou]/.test(singular) ? `an ${singular}` : `a ${singular}`;
+  const cmd = new Command(plural).description(`manage registered ${plural}`);
+  const path = (id?: string) => (id ? `/${plural}/${encodeURIComponent(id)}` : `/${plural}`);
+
+  // Prints one record; secrets get a reminder on stderr so that --json output stays clean.
+  const output = (c: Command, data: unknown) => {
+    if (globals(c).json) return console.log(JSON.stringify(data, null, 2));
+    printRecord(data as Row);
+    if ((data as Row)[resource.secretField]) {
+      console.error(`note: ${resource.secretField} is shown only this once; store it now`);
+    }
+  };
+
+  const createFields = resource.fields.filter((f) => f.create);
+  const create = cmd.command('create').description(`register ${a}`);
+  for (const field of createFields) create.addOption(fieldOption(field, field.create === 'required'));
+  create.action(async (options, c: Command) => {
+    output(c, await request(globals(c), 'POST', path(), bodyFrom(createFields, options)));
+  });
+
+  cmd
+    .command('list')
+    .description(`list ${plural}`)
+    .action(async (_options, c: Command) => {
+      const data = (await request(globals(c), 'GET', path())) as Record<string, Row[]>;
+      if (globals(c).json) console.log(JSON.stringify(data, null, 2));
+      else printTable(data[plural], resource.columns);
+    });
+
+  cmd
+    .command('get <id>')
+    .description(`show one ${singular}`)
+    .action(async (id: string, _options, c: Command) => output(c, await request(globals(c), 'GET', path(id))));
+
+  const updateFields = [...resource.fields.filter((f) => f.update), activeField];
+  const update = cmd.command('update <id>').description(`change ${a}`);
+  for (const field of updateFields) update.addOption(fieldOption(field, false));
+  update.action(async (id: string, options, c: Command) => {
+    output(c, await request(globals(c), 'PATCH', path(id), bodyFrom(updateFields, options)));
+  });
+
+  for (const [name, active] of [['activate', true], ['deactivate', false]] as const) {
+    cmd
+      .command(`${name} <id>`)
+      .description(`${name} ${a}`)
+      .action(async (id: string, _options, c: Command) => output(c, await request(globals(c), 'PATCH', path(id), { active })));
+  }
+
+  cmd
+    .command('rotate-secret <id>')
+    .description(`issue a new ${singular} secret; the old one stops working`)
+    .action(async (id: string, _options, c: Command) => output(c, await request(globals(c), 'POST', `${path(id)}/secret`)));
+
+  cmd
+    .command('delete <id>')
+    .description(`delete ${a}`)
+    .action(async (id: string, _options, c: Command) => {
+      await request(globals(c), 'DELETE', path(id));
+      if (globals(c).json) console.log(JSON.stringify({ deleted: id }));
+      else console.log(`deleted ${singular} ${id}`);
+    });
+
+  return cmd;
+}
+
+// Sign-in history and revocation (the agent owners' controls), added to the resource commands.
+
+const GRANT_COLUMNS = ['grant_id', 'agent_id', 'client_name', 'model', 'active', 'created_at', 'last_refreshed_at', 'revoked_reason'];
+const segment = encodeURIComponent;
+
+/** `name <argument>`: a POST that revokes grants and answers {revoked}. */
+function revokeCommand(name: string, argument: string, description: string, path: (key: string) => string, body?: (key: string) => object) {
+  return new Command(name).argument(argument).description(description).action(async (key: string, _options, c: Command) => {
+    const data = (await request(globals(c), 'POST', path(key), body?.(key))) as { revoked: number };
+    print(c, data, ({ revoked }) => console.log(`revoked ${revoked} grant${revoked === 1 ? '' : 's'}`));
+  });
+}
+
+function withAgentGrants(agents: Command): Command {
+  agents
+    .command('grants <id>')
+    .description('list the websites an agent signed into (its grants, newest first)')
+    .action(async (id: string, _options, c: Command) => {
+      const data = (await request(globals(c), 'GET', `/agents/${segment(id)}/grants`)) as { grants: Row[] };
+      print(c, data, ({ grants }) => printTable(grants, GRANT_COLUMNS));
+    });
+  return agents.addCommand(
+    revokeCommand('revoke-grants', '<id>', 'the kill switch: revoke every grant of an agent, at every website', (id) => `/agents/${segment(id)}/revoke-grants`),
+  );
+}
+
+function withClientAgents(clients: Command): Command {
+  clients
+    .command('agents <id>')
+    .description('list the agents signed in at a website now, with their models')
+    .action(async (id: string, _options, c: Command) => {
+      const data = (await request(globals(c), 'GET', `/clients/${segment(id)}/agents`)) as { agents: Row[] };
+      print(c, data, ({ agents }) => printTable(agents, ['agent_id', 'email', 'name', 'models', 'grants', 'last_active_at']));
+    });
+  return clients.addCommand(
+    revokeCommand('revoke-grants', '<id>', 'revoke everything a website holds: every grant of every agent', (id) => `/clients/${segment(id)}/revoke-grants`),
+  );
+}
+
+const usersCommand = new Command('users').description("a user's agents and sign-ins, by email");
+usersCommand
+  .command('show <email>')
+  .description("show a user's agents and grants")
+  .action(async (email: string, _options, c: Command) => {
+    const data = (await request(globals(c), 'GET', `/users?email=${segment(email)}`)) as { email: string; agents: Row[]; grants: Row[] };
+    print(c, data, ({ email: shown, agents, grants }) => {
+      console.log(`email  ${shown}\n\nagents`);
+      printTable(agents, ['agent_id', 'name', 'active', 'created_at']);
+      console.log('\ngrants');
+      printTable(grants, GRANT_COLUMNS);
+    });
+  });
+usersCommand.addCommand(
+  revokeCommand('revoke-grants', '<email>', 'revoke every grant of every agent of a user', () => '/users/revoke-grants', (email) => ({ email })),
+);
+
+const grantsCommand = new Command('grants')
+  .description('grants, each one sign-in of one agent at one website')
+  .addCommand(
+    revokeCommand('revoke', '<id>', 'revoke one grant: that website loses the agent', (id) => `/grants/${segment(id)}/revoke`),
+  );
+
+// Flag -> query parameter of GET /admin/audit.
+const AUDIT_FILTERS: [flags: string, description: string, param: string][] = [
+  ['--agent <id>', 'events of this agent', 'agent_id'],
+  ['--email <email>', "events of this user's agents", 'email'],
+  ['--client <id>', 'events at this website (client)', 'client_id'],
+  ['--request <id>', 'events of this authorization request', 'request_id'],
+  ['--event <event>', 'only this event, e.g. revoked', 'event'],
+  ['--since <iso>', 'from this time on (ISO 8601, e.g. 2025-01-31 or 2025-01-31T12:00:00Z)', 'from'],
+  ['--until <iso>', 'before this time (ISO 8601)', 'to'],
+  ['--limit <n>', 'events per page (1-200, default 50)', 'limit'],
+  ['--cursor <cursor>', 'the next page, as printed after the previous one', 'cursor'],
+];
+
+const auditCommand = new Command('audit').description('the audit log, newest first');
+for (const [flags, description] of AUDIT_FILTERS) auditCommand.option(flags, description);
+auditCommand.action(async (options: Record<string, string>, c: Command) => {
+  const query = new URLSearchParams();
+  for (const [flags, , param] of AUDIT_FILTERS) {
+    const value = options[new Option(flags).attributeName()];
+    if (value !== undefined) query.set(param, value);
+  }
+  const data = (await request(globals(c), 'GET', `/audit?${query}`)) as { events: Row[]; next_cursor: string | null };
+  print(c, data, ({ events, next_cursor }) => {
+    printTable(events, ['id', 'at', 'event', 'agent_id', 'client_id', 'model', 'reason']);
+    if (next_cursor) console.error(`more: --cursor ${next_cursor}`);
+  });
+});
+
+const defaultUrl = process.env.AGENT_AUTH_ADMIN_URL || `http://127.0.0.1:${process.env.ADMIN_PORT || 3001}`;
+
+const program = new Command('agent-auth')
+  .description('Manage the websites (clients) and agents registered with an agent-auth server, their sign-ins and the audit log.')
+  .option('--url <url>', 'admin API base URL (env AGENT_AUTH_ADMIN_URL)', defaultUrl)
+  .option('--token <token>', 'admin token (env ADMIN_TOKEN, else $DATA_DIR/admin-token)', process.env.ADMIN_TOKEN || undefined)
+  .option('--json', 'print the raw JSON responses')
+  .addCommand(
+    withClientAgents(resourceCommand({
+      plural: 'clients',
+      singular: 'client',
+      secretField: 'client_secret',
+      columns: ['client_id', 'name', 'active', 'redirect_uris'],
+      fields: [
+        { flags: '--name <name>', description: 'display name of the website', key: 'name', create: 'required', update: true },
+        {
+          flags: '--redirect-uri <uri>',
+          description: 'redirect URI, https or http on localhost (repeatable)',
+          key: 'redirect_uris',
+          parse: collect,
+          create: 'required',
+          update: true,
+        },
+      ],
+    })),
+  )
+  .addCommand(
+    withAgentGrants(resourceCommand({
+      plural: 'agents',
+      singular: 'agent',
+      secretField: 'agent_secret',
+      columns: ['agent_id', 'email', 'name', 'active'],
+      fields: [
+        { flags: '--email <email>', description: "email of the agent's user", key: 'email', create: 'required' },
+        { flags: '--name <name>', description: 'display name of the agent', key: 'name', create: 'optional', update: true },
+      ],
+    })),
+  )
+  .addCommand(usersCommand)
+  .addCommand(grantsCommand)
+  .addCommand(auditCommand);
+
+program.parseAsync().catch((err: unknown) => {
+  console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
+});

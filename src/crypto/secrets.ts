@@ -1,0 +1,31 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** 256 random bits behind a readable prefix, e.g. `aa_as_…` for an agent secret. */
+export function generateSecret(prefix: string): string {
+  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+}
+
+/** Shorter random identifiers (128 bits): ids are not secrets, but must not be guessable. */
+export function generateId(prefix: string): string {
+  return `${prefix}_${randomBytes(16).toString('base64url')}`;
+}
+
+export function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('base64url');
+}
+
+/** Compares two strings in time that depends only on their lengths. */
+export function safeEqual(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ab.length === bb.length && timingSafeEqual(ab, bb);
+}
+
+// Compared against when the account does not exist, so that an unknown id costs the same work.
+const DECOY_HASH = sha256(generateSecret('decoy'));
+
+/** Checks `secret` against a stored hash; with no stored hash it does the same work and fails. */
+export function verifySecret(secret: string, storedHash: string | undefined): boolean {
+  const ok = safeEqual(sha256(secret), storedHash ?? DECOY_HASH);
+  return ok && storedHash !== undefined;
+}

@@ -1,0 +1,12 @@
+import { join } from 'node:path';
+import type { Config } from '../config.js';
+import { openPglite } from './pglite.js';
+import { openPostgres } from './postgres.js';
+import type { Db } from './types.js';
+
+export type { Db, Queryable } from './types.js';
+
+export async function openDb(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Db> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+  return openPglite(config.dataDir === 'memory' ? 'memory' : join(config.dataDir, 'pglite'));
+}

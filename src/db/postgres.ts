@@ -1,0 +1,68 @@
+import pg from 'pg';
+import { createPgListener } from './pg-listener.js';
+import type { Db, Queryable } from './types.js';
+
+// BIGINT counts come back as numbers; none of ours come near 2^53.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
+
+// The store sends a small, fixed set of statements: naming each one makes it a prepared statement,
+// parsed and planned once per connection instead of on every call (most of PostgreSQL's CPU time
+// per request otherwise; see bench/README.md). Capped, in case some caller builds SQL on the fly.
+const MAX_NAMED_STATEMENTS = 1000;
+const statementNames = new Map<string, string>();
+function statementName(sql: string): string | undefined {
+  let name = statementNames.get(sql);
+  if (!name && statementNames.size < MAX_NAMED_STATEMENTS) statementNames.set(sql, (name = `s${statementNames.size}`));
+  return name;
+}
+
+export function openPostgres(connectionString: string): Db {
+  const pool = new pg.Pool({
+    connectionString,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30000,
+    // A query that hangs (a lost server) must not hold a request forever.
+    query_timeout: 10000,
+  });
+  // An idle client losing its server must not crash the process; the next query reconnects.
+  pool.on('error', () => {});
+
+  const wrap = (client: pg.Pool | pg.PoolClient): Queryable => ({
+    async query<T>(sql: string, params?: unknown[]) {
+      // Statements without parameters (migrations, BEGIN/COMMIT) stay unnamed: some hold several commands.
+      const r = await client.query({ text: sql, values: params, name: params ? statementName(sql) : undefined });
+      return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
+    },
+    async exec(sql: string) {
+      await client.query(sql);
+    },
+  });
+  const root = wrap(pool);
+  const listener = createPgListener(connectionString);
+
+  return {
+    kind: 'postgres',
+    query: root.query,
+    exec: root.exec,
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(wrap(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    listen: (channel, onPayload) => listener.listen(channel, onPayload),
+    async close() {
+      await listener.close();
+      await pool.end();
+    },
+  };
+}

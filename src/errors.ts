@@ -1,0 +1,117 @@
+/**
+ * Every failure a client can see is one of these: a machine-readable `error` code, a human
+ * `error_description`, and the HTTP status. The global error handler renders them as JSON
+ * (or as the HTML error page on browser routes); anything else becomes a generic 500.
+ */
+export class OAuthError extends Error {
+  readonly headers: Record<string, string> = {};
+
+  constructor(
+    readonly error: string,
+    readonly description: string,
+    readonly statusCode: number,
+  ) {
+    super(description);
+    this.name = new.target.name;
+  }
+
+  toJSON() {
+    return { error: this.error, error_description: this.description };
+  }
+}
+
+export class InvalidRequest extends OAuthError {
+  constructor(description: string) {
+    super('invalid_request', description, 400);
+  }
+}
+
+export class InvalidClient extends OAuthError {
+  constructor(description = 'client authentication failed', statusCode = 401) {
+    super('invalid_client', description, statusCode);
+    if (statusCode === 401) this.headers['www-authenticate'] = 'Basic realm="agent-auth"';
+  }
+}
+
+export class InvalidGrant extends OAuthError {
+  constructor(description: string) {
+    super('invalid_grant', description, 400);
+  }
+}
+
+export class InvalidScope extends OAuthError {
+  constructor(description: string) {
+    super('invalid_scope', description, 400);
+  }
+}
+
+export class UnsupportedGrantType extends OAuthError {
+  constructor(grantType: string) {
+    super('unsupported_grant_type', `grant_type "${grantType}" is not supported`, 400);
+  }
+}
+
+export class UnsupportedResponseType extends OAuthError {
+  constructor(responseType: string) {
+    super('unsupported_response_type', `response_type "${responseType}" is not supported; use "code"`, 400);
+  }
+}
+
+/** RFC 6750: the resource-server side of a bad bearer token; the spec fixes its code and text. */
+export class InvalidToken extends OAuthError {
+  constructor() {
+    super('invalid_request', 'missing or invalid access token', 401);
+    this.headers['www-authenticate'] = 'Bearer error="invalid_token"';
+  }
+}
+
+export class InvalidCredentials extends OAuthError {
+  constructor() {
+    super('invalid_credentials', 'agent authentication failed', 401);
+  }
+}
+
+export class NotFound extends OAuthError {
+  constructor(description: string) {
+    super('not_found', description, 404);
+  }
+}
+
+export class RequestExpired extends OAuthError {
+  constructor() {
+    super('request_expired', 'the authorization request has expired', 400);
+  }
+}
+
+export class Conflict extends OAuthError {
+  constructor(error: string, description: string) {
+    super(error, description, 409);
+  }
+}
+
+export class Unauthorized extends OAuthError {
+  constructor(description: string) {
+    super('unauthorized', description, 401);
+    this.headers['www-authenticate'] = 'Bearer';
+  }
+}
+
+export class ServiceUnavailable extends OAuthError {
+  constructor(description = 'the service is temporarily unavailable; try again shortly', retryAfterSeconds = 5) {
+    super('temporarily_unavailable', description, 503);
+    this.headers['retry-after'] = String(retryAfterSeconds);
+  }
+}
+
+export class ServerError extends OAuthError {
+  constructor() {
+    super('server_error', 'the server hit an unexpected error', 500);
+  }
+}
+
+export class RateLimited extends OAuthError {
+  constructor(retryAfterSeconds: number) {
+    super('rate_limited', `too many requests; retry after ${retryAfterSeconds} seconds`, 429);
+    this.headers['retry-after'] = String(Math.max(1, retryAfterSeconds));
+  }
+}

@@ -1,0 +1,32 @@
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { signAccessToken } from '../oauth/access-token.js';
+import type { GrantSubject } from '../store/grants.js';
+
+/** The body of a successful token response (RFC 6749 §5.1); both grant types answer with it. */
+export const tokenResponseSchema = z.object({
+  access_token: z.string(),
+  token_type: z.literal('Bearer'),
+  expires_in: z.number().int(),
+  refresh_token: z.string(),
+  scope: z.string(),
+});
+export type TokenResponse = z.infer<typeof tokenResponseSchema>;
+
+/** The token endpoint's request fields a grant type reads (see the schema in routes/token.ts). */
+export interface TokenRequestFields {
+  code?: string;
+  redirect_uri?: string;
+  code_verifier?: string;
+  refresh_token?: string;
+  scope?: string;
+}
+
+/** One grant type: checks the request and issues tokens, or throws the OAuth error. */
+export type GrantHandler = (request: FastifyRequest, body: TokenRequestFields) => Promise<TokenResponse>;
+
+/** `grant.scope` is the scope of this access token (and the one reported back). */
+export async function tokenResponse(request: FastifyRequest, grant: GrantSubject, refreshToken: string): Promise<TokenResponse> {
+  const { token, expiresIn } = await signAccessToken(request.server.services, grant);
+  return { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, scope: grant.scope };
+}

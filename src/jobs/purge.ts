@@ -1,0 +1,65 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { logAudit } from '../audit.js';
+import type { Db } from '../db/types.js';
+import { createRequestStore } from '../store/requests.js';
+
+// Requests and codes stay a while past expiry so that a late poll still hears "request_expired"
+// and a late replay of a code still revokes what the code issued. Audit events are kept for the
+// configured retention ($1 days).
+const TARGETS: { table: string; expired: string }[] = [
+  { table: 'auth_requests', expired: `expires_at < now() - interval '1 hour'` },
+  { table: 'auth_codes', expired: `expires_at < now() - interval '1 hour'` },
+  { table: 'refresh_tokens', expired: 'expires_at < now()' },
+  { table: 'revoked_access_tokens', expired: 'expires_at < now()' },
+  { table: 'grants', expired: 'expires_at < now()' },
+  { table: 'audit_events', expired: 'at < now() - make_interval(days => $1)' },
+];
+const BATCH = 1000;
+
+export interface PurgeOptions {
+  auditRetentionDays: number;
+  log?: FastifyBaseLogger;
+}
+
+/**
+ * Deletes what has expired, in small batches so that no statement holds locks for long;
+ * returns how many rows went from each table. First it records the expiry of the requests that
+ * nobody looked at since they ran out of time, so that every abandoned sign-in is in the audit log.
+ */
+export async function purgeExpired(db: Db, { auditRetentionDays, log }: PurgeOptions): Promise<Record<string, number>> {
+  const requests = createRequestStore(db);
+  for (;;) {
+    const expired = await requests.expireOverdue(BATCH);
+    if (log) for (const request of expired) logAudit(log, 'expired', request);
+    if (expired.length < BATCH) break;
+  }
+  const removed: Record<string, number> = {};
+  for (const { table, expired } of TARGETS) {
+    removed[table] = 0;
+    for (;;) {
+      const { rowCount } = await db.query(
+        `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${expired} LIMIT ${BATCH}))`,
+        expired.includes('$1') ? [auditRetentionDays] : [],
+      );
+      removed[table] += rowCount;
+      if (rowCount < BATCH) break;
+    }
+  }
+  return removed;
+}
+
+/** Runs the purge every `intervalSeconds` in the background; returns the function that stops it. */
+export function schedulePurge(db: Db, intervalSeconds: number, options: Required<PurgeOptions>): () => Promise<void> {
+  const { log } = options;
+  let running: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    running = purgeExpired(db, options)
+      .then((removed) => log.debug({ removed }, 'purged expired rows'))
+      .catch((err: Error) => log.warn({ err: { message: err.message } }, 'purge failed; will retry'));
+  }, intervalSeconds * 1000);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
+}

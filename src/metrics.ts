@@ -1,0 +1,49 @@
+import { Counter, Histogram, Registry } from 'prom-client';
+
+export type SignInStage = 'started' | 'authenticated' | 'completed' | 'denied' | 'expired';
+
+/**
+ * The Prometheus metrics of one process, served by the admin listener's GET /metrics. Each set has
+ * its own registry (not prom-client's global one), so several apps in one process never clash.
+ * Labels hold route patterns and error codes only: never ids, tokens or anything a client picks.
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  const registers = [registry];
+  return {
+    registry,
+    httpDuration: new Histogram({
+      name: 'agent_auth_http_request_duration_seconds',
+      help: 'Latency of public-listener requests by method, route pattern and status code',
+      labelNames: ['method', 'route', 'status_code'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    signIns: new Counter({
+      name: 'agent_auth_sign_ins_total',
+      help: 'Sign-in steps: started (/authorize page), authenticated (agent), completed (code issued), denied, expired (a request answered with request_expired)',
+      labelNames: ['stage'] as const,
+      registers,
+    }),
+    tokenGrants: new Counter({
+      name: 'agent_auth_token_grants_total',
+      help: 'Tokens issued by POST /token, by grant type',
+      labelNames: ['grant_type'] as const,
+      registers,
+    }),
+    failures: new Counter({
+      name: 'agent_auth_failures_total',
+      help: 'Error responses by error code and route pattern',
+      labelNames: ['error', 'route'] as const,
+      registers,
+    }),
+    rateLimitHits: new Counter({
+      name: 'agent_auth_rate_limit_hits_total',
+      help: 'Requests refused with 429, by limiter',
+      labelNames: ['limiter'] as const,
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,87 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { z } from 'zod';
+import { verifySecret } from '../crypto/secrets.js';
+import { InvalidClient, InvalidRequest } from '../errors.js';
+
+export interface AuthenticatedClient {
+  client_id: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the client authentication hook, on /token, /introspect and /revoke only. */
+    client: AuthenticatedClient;
+  }
+}
+
+/** A form parameter: a single string; RFC 6749 §3.1 treats one sent without a value as omitted. */
+export const param = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .optional()
+    .transform((v) => (v === '' ? undefined : v));
+
+/** Body fields of client_secret_post, shared by the schemas of the three endpoints. */
+export const clientCredentials = { client_id: param(200), client_secret: param(200) };
+
+/**
+ * The body of /introspect and /revoke. token_type_hint is accepted and ignored (RFC 7009 §2.1
+ * allows it): the token's own format says whether it is an access or a refresh token.
+ */
+export const tokenRequest = z.object({ token: param(8192), token_type_hint: param(100), ...clientCredentials });
+
+// RFC 6749 §2.3.1: id and secret are form-urlencoded before they go into the Basic credentials.
+function formDecode(value: string): string {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    throw new InvalidRequest('malformed HTTP Basic credentials');
+  }
+}
+
+/** Credentials from `Authorization: Basic …`; other schemes are not client authentication. */
+function basicCredentials(header: string | undefined): { id: string; secret: string } | undefined {
+  const match = /^basic +(\S*) *$/i.exec(header ?? '');
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw new InvalidRequest('malformed HTTP Basic credentials');
+  return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
+}
+
+async function authenticateClient(request: FastifyRequest) {
+  const body = request.body as { client_id?: string; client_secret?: string };
+  const basic = basicCredentials(request.headers.authorization);
+  // RFC 6749 §2.3: one method per request. A body client_id naming the same client is harmless.
+  if (basic && (body.client_secret !== undefined || (body.client_id !== undefined && body.client_id !== basic.id))) {
+    throw new InvalidRequest('use one client authentication method: HTTP Basic or client_id and client_secret in the body');
+  }
+  const id = basic?.id ?? body.client_id;
+  const secret = basic?.secret ?? body.client_secret ?? '';
+  const client = id && id.length <= 200 ? await request.server.services.store.clients.getWithSecret(id) : undefined;
+  // Unknown client, inactive client and wrong secret cost the same hash work and get the same answer.
+  const secretOk = verifySecret(secret, client?.secret_hash);
+  if (!client || !secretOk || !client.active || !secret) throw new InvalidClient();
+  request.client = { client_id: client.client_id };
+}
+
+/** The client id a request claims, for rate limiting before (and whether or not) it authenticates. */
+function claimedClientId(request: FastifyRequest): string | undefined {
+  try {
+    return basicCredentials(request.headers.authorization)?.id ?? (request.body as { client_id?: string }).client_id;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Registered inside a route plugin: every route of that plugin requires an authenticated client.
+ * /token, /introspect and /revoke share one request budget per client id.
+ */
+export const clientAuthentication = fp(async function clientAuthentication(app: FastifyInstance) {
+  app.decorateRequest('client', null as unknown as AuthenticatedClient);
+  app.addHook('preHandler', app.limiter('client', app.services.config.rateLimits.clientPerClient, claimedClientId));
+  app.addHook('preHandler', authenticateClient);
+});

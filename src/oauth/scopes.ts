@@ -1,0 +1,18 @@
+import { InvalidScope } from '../errors.js';
+
+export const SUPPORTED_SCOPES = ['openid', 'email', 'profile'] as const;
+export const DEFAULT_SCOPE = 'openid email profile';
+
+/** Parses a space-separated scope string; unknown values are refused, duplicates folded. */
+export function parseScope(scope: string | undefined): string[] {
+  if (scope === undefined) return DEFAULT_SCOPE.split(' ');
+  const values = [...new Set(scope.split(' ').filter(Boolean))];
+  const unknown = values.filter((s) => !(SUPPORTED_SCOPES as readonly string[]).includes(s));
+  if (unknown.length > 0) throw new InvalidScope(`unknown scope: ${unknown.join(' ')}`);
+  return values;
+}
+
+/** The spec's table: email is shared for `email`, `openid` or `profile`. */
+export function scopeGrantsEmail(scope: string): boolean {
+  return scope.split(' ').some((s) => s === 'email' || s === 'openid' || s === 'profile');
+}

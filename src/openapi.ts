@@ -1,0 +1,33 @@
+import { z } from 'zod';
+
+/**
+ * Pieces of the routes' response schemas, which both shape the OpenAPI document (GET /docs/json)
+ * and serialize the replies: a JSON schema must declare every field its route sends, because
+ * fields it does not name are dropped.
+ */
+
+/** The body of every JSON failure (src/errors.ts). */
+export const errorBody = z.object({
+  error: z.string().describe('machine-readable error code'),
+  error_description: z.string().describe('what went wrong, for people'),
+});
+
+export const RATE_LIMITED = 'rate_limited: too many requests; Retry-After gives the seconds to wait';
+export const UNAVAILABLE = 'temporarily_unavailable: the store is unreachable; Retry-After gives the seconds to wait';
+
+/** JSON error responses by status, each described by the error codes it can carry. */
+export function errorResponses(descriptions: Record<number, string>) {
+  return Object.fromEntries(Object.entries(descriptions).map(([status, text]) => [status, errorBody.describe(text)]));
+}
+
+/** An HTML page (the browser routes render their errors as pages too). */
+export const htmlPage = (description: string) => ({ description, content: { 'text/html': { schema: z.string() } } });
+
+/** A response without a body: a redirect, or /revoke's empty 200. */
+export const noBody = (description: string) => z.null().optional().describe(description);
+
+/** Endpoints that take form-urlencoded bodies (RFC 6749) take JSON as well. */
+export const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json'];
+
+/** /token, /introspect and /revoke: client_secret_post (fields in the body) or HTTP Basic. */
+export const CLIENT_AUTH: { [scheme: string]: string[] }[] = [{}, { clientSecretBasic: [] }];

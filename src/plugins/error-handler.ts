@@ -1,0 +1,78 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { InvalidRequest, NotFound, OAuthError, ServerError, ServiceUnavailable } from '../errors.js';
+import { routeLabel } from './metrics.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Browser-facing route: errors render as the HTML error page instead of JSON. */
+    html?: boolean;
+  }
+}
+
+// Errors from the database driver that mean "the store is not reachable right now".
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
+function isStoreUnavailable(err: FastifyError & { code?: string }): boolean {
+  return (
+    UNAVAILABLE_CODES.has(String(err.code)) ||
+    /Connection terminated|connection timeout|Query read timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(err.message)
+  );
+}
+
+function describeValidation(err: FastifyError): string {
+  const first = err.validation?.[0] as { instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } } | undefined;
+  const field = first?.instancePath?.replace(/^\//, '').replace(/\//g, '.');
+  const where = err.validationContext === 'querystring' ? 'query parameter' : err.validationContext === 'headers' ? 'header' : 'field';
+  return field ? `${where} "${field}": ${first?.message ?? 'is invalid'}` : `${err.validationContext ?? 'request'}: ${first?.message ?? 'is invalid'}`;
+}
+
+/** Turns anything thrown into the spec's `{error, error_description}`; never a stack trace. */
+export function toOAuthError(err: FastifyError, request: FastifyRequest): OAuthError {
+  if (err instanceof OAuthError) return err;
+  if (err.validation) return new InvalidRequest(describeValidation(err));
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new OAuthError('invalid_request', 'unsupported content type', 415);
+  }
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new OAuthError('invalid_request', 'request body is too large', 413);
+  }
+  // Fastify's message would repeat the whole path back.
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return new OAuthError('invalid_request', 'a path segment is too long', 414);
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    return new InvalidRequest(err.message || 'malformed request');
+  }
+  // PostgreSQL refuses NUL in text (22021): the value came from the request, and no field accepts it.
+  if (err.code === '22021') return new InvalidRequest('text must not contain NUL characters');
+  if (isStoreUnavailable(err)) {
+    request.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
+    return new ServiceUnavailable();
+  }
+  request.log.error({ err }, 'unhandled error');
+  return new ServerError();
+}
+
+export async function sendError(error: OAuthError, request: FastifyRequest, reply: FastifyReply, html: boolean) {
+  const { failures, signIns } = request.server.services.metrics;
+  failures.inc({ error: error.error, route: routeLabel(request) });
+  if (error.error === 'request_expired') signIns.inc({ stage: 'expired' });
+  reply.code(error.statusCode).headers(error.headers);
+  if (html) {
+    return reply.view('error.eta', { error: error.error, description: error.description, nonce: reply.cspNonce });
+  }
+  return reply.send(error.toJSON());
+}
+
+export default fp(async function errorHandler(app: FastifyInstance) {
+  // A browser sent to a browser route with the wrong method (a form POST to /authorize) gets the page too.
+  const browserPaths = new Set<string>();
+  app.addHook('onRoute', (route) => {
+    if (route.config?.html) browserPaths.add(route.url);
+  });
+  const path = (request: FastifyRequest) => request.url.split('?')[0];
+  const isPage = (request: FastifyRequest) => Boolean(request.routeOptions.config?.html) || browserPaths.has(path(request));
+
+  app.setErrorHandler((err: FastifyError, request, reply) => sendError(toOAuthError(err, request), request, reply, isPage(request)));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(new NotFound(`no endpoint ${request.method} ${path(request)}`), request, reply, isPage(request)),
+  );
+});

@@ -1,0 +1,68 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { sha256 } from '../crypto/secrets.js';
+import { browserSecret, csrfToken } from '../oauth/browser-binding.js';
+import { completeRequest, tryCompleteRequest } from '../oauth/complete-request.js';
+import { loadBrowserRequest } from '../oauth/browser-request.js';
+import { renderRequestPage } from '../oauth/request-pages.js';
+import { htmlPage, noBody, UNAVAILABLE } from '../openapi.js';
+
+export const requestIdSchema = z.string().min(1).max(200).describe('the authorization request id from the sign-in page');
+
+const schema = {
+  tags: ['browser'],
+  description:
+    'Where the sign-in page sends the browser once the agent has authenticated; needs the cookie set by /authorize. ' +
+    'Redirects to the website with the code, or shows the waiting page while the agent has yet to authenticate, or ' +
+    'the approval page when REQUIRE_APPROVAL is on.',
+  querystring: z.object({ request_id: requestIdSchema }),
+  response: {
+    200: htmlPage('The waiting page, or the approval page'),
+    302: noBody('To the redirect_uri with code, state and iss (RFC 9207)'),
+    400: htmlPage('Error page: invalid_request (another browser, or already completed), request_expired or access_denied'),
+    404: htmlPage('Error page: not_found, no such authorization request'),
+    503: htmlPage(`Error page: ${UNAVAILABLE}`),
+  },
+};
+
+/**
+ * GET /authorize/complete: where the page sends the browser once the agent has authenticated.
+ * Still pending: the waiting page again (the no-JavaScript refresh lands here). Authenticated:
+ * the code goes to the website, or, with REQUIRE_APPROVAL, the approval page is shown first.
+ */
+export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const { config, store } = app.services;
+
+  app.get(
+    '/authorize/complete',
+    { schema, config: { html: true } },
+    async (request, reply) => {
+      const requestId = request.query.request_id;
+      // The usual visit, without approval, is one statement: the guarded completion itself. The
+      // request is read only when that does not apply, to show the right page or error.
+      const presented = browserSecret(request);
+      if (!config.requireApproval && presented) {
+        const location = await tryCompleteRequest(app.services, request.log, requestId, sha256(presented));
+        if (location) return reply.redirect(location, 302);
+      }
+      const { details, secret, browserHash } = await loadBrowserRequest(store, request, requestId);
+      const page = { requestId: details.id, clientName: details.client_name, scope: details.scope, expiresAt: details.expires_at };
+      if (details.status === 'pending') return renderRequestPage(reply, 'waiting', page);
+      if (config.requireApproval) {
+        return renderRequestPage(reply, 'approval', {
+          ...page,
+          approval: {
+            agentId: details.agent_id!,
+            agentName: details.agent_name,
+            model: details.model!,
+            email: details.email!,
+            csrfToken: csrfToken(secret, details.id),
+          },
+        });
+      }
+      return reply.redirect(await completeRequest(app.services, request.log, details.id, browserHash), 302);
+    },
+  );
+}

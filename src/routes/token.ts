@@ -1,0 +1,61 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
+import { authorizationCodeGrant } from '../grants/authorization-code.js';
+import { refreshTokenGrant } from '../grants/refresh-token.js';
+import { tokenResponseSchema, type GrantHandler } from '../grants/token-response.js';
+import { clientAuthentication, clientCredentials, param } from '../oauth/client-auth.js';
+import { noStore } from '../oauth/no-store.js';
+import { CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+
+// Unknown parameters are ignored (RFC 6749 §3.2); known ones must be single strings.
+const tokenRequest = z.object({
+  grant_type: param(100),
+  code: param(512),
+  redirect_uri: param(2000),
+  code_verifier: param(512),
+  refresh_token: param(512),
+  scope: param(1000),
+  ...clientCredentials,
+});
+
+const GRANT_TYPES = new Map<string, GrantHandler>([
+  ['authorization_code', authorizationCodeGrant],
+  ['refresh_token', refreshTokenGrant],
+]);
+
+const schema = {
+  tags: ['oauth'],
+  description:
+    'Exchanges an authorization code (grant_type=authorization_code with code, redirect_uri and the PKCE code_verifier) ' +
+    'or a refresh token (grant_type=refresh_token, optionally with a narrower scope) for an access token and a new ' +
+    'refresh token. The client authenticates with client_id and client_secret in the body, or with HTTP Basic.',
+  consumes: FORM_OR_JSON,
+  security: CLIENT_AUTH,
+  body: tokenRequest,
+  response: {
+    200: tokenResponseSchema,
+    ...errorResponses({
+      400: 'invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client\'s), unsupported_grant_type or invalid_scope (RFC 6749 §5.2)',
+      401: 'invalid_client: unknown or inactive client, or wrong secret',
+      429: RATE_LIMITED,
+      503: UNAVAILABLE,
+    }),
+  },
+};
+
+/** POST /token (RFC 6749 §3.2): form-urlencoded or JSON; the grant type picks the handler. */
+export default async function tokenRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  app.addHook('onRequest', noStore);
+  await app.register(clientAuthentication);
+
+  app.post('/token', { schema }, async (request) => {
+    const grantType = request.body.grant_type;
+    if (!grantType) throw new InvalidRequest('grant_type is required');
+    const grant = GRANT_TYPES.get(grantType);
+    if (!grant) throw new UnsupportedGrantType(grantType);
+    return grant(request, request.body);
+  });
+}

@@ -1,0 +1,49 @@
+import pino from 'pino';
+import { collectDefaultMetrics } from 'prom-client';
+import { buildAdminApp } from './admin-app.js';
+import { resolveAdminToken } from './admin/admin-token.js';
+import { buildApp } from './app.js';
+import type { Config } from './config.js';
+import { schedulePurge } from './jobs/purge.js';
+import { loggerOptions } from './logger.js';
+import { openServices, type Services } from './services.js';
+
+export interface RunningServer {
+  /** Addresses actually bound, so PORT=0 / ADMIN_PORT=0 (tests) report the ports picked. */
+  url: string;
+  adminUrl: string;
+  services: Services;
+  close(): Promise<void>;
+}
+
+/** Starts both listeners over one store; `close` stops taking connections, drains, then closes the store. */
+export async function startServer(config: Config): Promise<RunningServer> {
+  const logger = pino(loggerOptions(config.logLevel) as pino.LoggerOptions);
+  const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
+  const services = await openServices(config);
+  // Memory, CPU, event-loop lag and GC beside ours; here and not in openServices, as they watch the whole process.
+  collectDefaultMetrics({ register: services.metrics.registry });
+  const app = await buildApp(services, { loggerInstance: logger });
+  const admin = await buildAdminApp(services, adminToken, {
+    loggerInstance: logger.child({ listener: 'admin' }),
+  });
+  try {
+    const url = await app.listen({ port: config.port, host: config.host });
+    const adminUrl = await admin.listen({ port: config.adminPort, host: config.adminHost });
+    const stopPurge = schedulePurge(services.db, config.purgeIntervalSeconds, { auditRetentionDays: config.auditRetentionDays, log: logger });
+    return {
+      url,
+      adminUrl,
+      services,
+      async close() {
+        await stopPurge();
+        await Promise.all([app.close(), admin.close()]);
+        await services.db.close();
+      },
+    };
+  } catch (err) {
+    await Promise.all([app.close(), admin.close()]);
+    await services.db.close();
+    throw err;
+  }
+}

@@ -1,0 +1,93 @@
+import type { Db } from '../db/types.js';
+import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
+
+export interface Agent {
+  agent_id: string;
+  email: string;
+  name: string | null;
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AgentWithSecretHash extends Agent {
+  secret_hash: string;
+  user_id: string;
+}
+
+const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.created_at, a.updated_at
+  FROM agents a JOIN users u ON u.id = a.user_id`;
+
+export function createAgentStore(db: Db) {
+  async function get(id: string): Promise<Agent | undefined> {
+    const { rows } = await db.query<Agent>(`${SELECT} WHERE a.id = $1`, [id]);
+    return rows[0];
+  }
+
+  return {
+    get,
+
+    /** Creates the agent and, on first use of the email, its user, in one transaction. */
+    async create(input: { email: string; name?: string | null }) {
+      const agentSecret = generateSecret('aa_as');
+      const agentId = generateId('agent');
+      await db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ id: string }>(
+          `INSERT INTO users (id, email) VALUES ($1, $2)
+           ON CONFLICT (lower(email)) DO UPDATE SET email = users.email RETURNING id`,
+          [generateId('user'), input.email],
+        );
+        await tx.query(`INSERT INTO agents (id, user_id, name, secret_hash) VALUES ($1, $2, $3, $4)`, [
+          agentId,
+          rows[0].id,
+          input.name ?? null,
+          sha256(agentSecret),
+        ]);
+      });
+      return { ...(await get(agentId))!, agent_secret: agentSecret };
+    },
+
+    /** For agent authentication: includes the secret hash, never leaves the server. */
+    async getWithSecret(id: string): Promise<AgentWithSecretHash | undefined> {
+      const { rows } = await db.query<AgentWithSecretHash>(
+        `SELECT a.id AS agent_id, u.email, a.name, a.active, a.created_at, a.updated_at, a.secret_hash, a.user_id
+         FROM agents a JOIN users u ON u.id = a.user_id WHERE a.id = $1`,
+        [id],
+      );
+      return rows[0];
+    },
+
+    async list(): Promise<Agent[]> {
+      const { rows } = await db.query<Agent>(`${SELECT} ORDER BY a.created_at, a.id`);
+      return rows;
+    },
+
+    async listOfUser(userId: string): Promise<Agent[]> {
+      const { rows } = await db.query<Agent>(`${SELECT} WHERE a.user_id = $1 ORDER BY a.created_at, a.id`, [userId]);
+      return rows;
+    },
+
+    async update(id: string, patch: { name?: string | null; active?: boolean }) {
+      const { rowCount } = await db.query(
+        `UPDATE agents SET name = CASE WHEN $2 THEN $3 ELSE name END, active = coalesce($4, active), updated_at = now()
+         WHERE id = $1`,
+        [id, patch.name !== undefined, patch.name ?? null, patch.active ?? null],
+      );
+      return rowCount > 0 ? get(id) : undefined;
+    },
+
+    async rotateSecret(id: string) {
+      const agentSecret = generateSecret('aa_as');
+      const { rowCount } = await db.query(`UPDATE agents SET secret_hash = $2, updated_at = now() WHERE id = $1`, [
+        id,
+        sha256(agentSecret),
+      ]);
+      return rowCount > 0 ? { ...(await get(id))!, agent_secret: agentSecret } : undefined;
+    },
+
+    async remove(id: string): Promise<boolean> {
+      const { rowCount } = await db.query(`DELETE FROM agents WHERE id = $1`, [id]);
+      return rowCount > 0;
+    },
+  };
+}

@@ -1,0 +1,87 @@
+import type { AuditEvent, AuthenticationFailure } from '../audit.js';
+import type { Db } from '../db/types.js';
+
+export interface AuditRecord {
+  id: number;
+  at: Date;
+  event: AuditEvent;
+  request_id: string | null;
+  agent_id: string | null;
+  user_id: string | null;
+  email: string | null;
+  client_id: string | null;
+  grant_id: string | null;
+  model: string | null;
+  reason: string | null;
+  detail: Record<string, unknown> | null;
+}
+
+export interface AuditFilter {
+  agentId?: string;
+  email?: string;
+  clientId?: string;
+  requestId?: string;
+  event?: AuditEvent;
+  /** Inclusive lower bound of `at`. */
+  from?: Date;
+  /** Exclusive upper bound of `at`. */
+  to?: Date;
+  /** Keyset paging: only events older than this id. */
+  beforeId?: number;
+  limit: number;
+}
+
+/**
+ * The audit log. Triggers write the success paths (migrations/003); the server writes only what
+ * no row change shows, a failed agent authentication.
+ */
+export function createAuditStore(db: Db) {
+  return {
+    /**
+     * One statement of the same shape whatever the reason, so that an unknown agent, a wrong secret
+     * and an inactive agent take the same time. The user and the client are looked up in it.
+     */
+    async recordAuthenticationFailure(input: {
+      requestId: string;
+      agentId: string;
+      model: string;
+      reason: AuthenticationFailure;
+    }): Promise<void> {
+      await db.query(
+        `INSERT INTO audit_events (event, request_id, agent_id, user_id, client_id, model, reason)
+         VALUES ('agent_authentication_failed', $1, $2, (SELECT user_id FROM agents WHERE id = $2),
+           (SELECT client_id FROM auth_requests WHERE id = $1), $3, $4)`,
+        [input.requestId, input.agentId, input.model, input.reason],
+      );
+    },
+
+    /** Newest first; every filter is optional and they combine with AND. */
+    async list(filter: AuditFilter): Promise<AuditRecord[]> {
+      const params: unknown[] = [];
+      const where: string[] = [];
+      const add = (value: unknown, condition: (param: string) => string) => {
+        if (value === undefined) return;
+        params.push(value);
+        where.push(condition(`$${params.length}`));
+      };
+      add(filter.agentId, (p) => `e.agent_id = ${p}`);
+      add(filter.email, (p) => `e.user_id = (SELECT id FROM users WHERE lower(email) = lower(${p}))`);
+      add(filter.clientId, (p) => `e.client_id = ${p}`);
+      add(filter.requestId, (p) => `e.request_id = ${p}`);
+      add(filter.event, (p) => `e.event = ${p}`);
+      add(filter.from, (p) => `e.at >= ${p}`);
+      add(filter.to, (p) => `e.at < ${p}`);
+      add(filter.beforeId, (p) => `e.id < ${p}`);
+      params.push(filter.limit);
+      const { rows } = await db.query<AuditRecord>(
+        `SELECT e.id, e.at, e.event, e.request_id, e.agent_id, e.user_id, u.email, e.client_id, e.grant_id, e.model,
+           e.reason, e.detail
+         FROM audit_events e LEFT JOIN users u ON u.id = e.user_id
+         ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+         ORDER BY e.id DESC LIMIT $${params.length}`,
+        params,
+      );
+      return rows;
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import type { Db } from '../db/types.js';
+import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
+
+export interface Client {
+  client_id: string;
+  name: string;
+  redirect_uris: string[];
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface ClientWithSecretHash extends Client {
+  secret_hash: string;
+}
+
+const COLUMNS = 'id AS client_id, name, redirect_uris, active, created_at, updated_at';
+
+export function createClientStore(db: Db) {
+  return {
+    async create(input: { name: string; redirect_uris: string[] }) {
+      const clientSecret = generateSecret('aa_cs');
+      const { rows } = await db.query<Client>(
+        `INSERT INTO clients (id, name, secret_hash, redirect_uris) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
+        [generateId('client'), input.name, sha256(clientSecret), input.redirect_uris],
+      );
+      return { ...rows[0], client_secret: clientSecret };
+    },
+
+    async get(id: string): Promise<Client | undefined> {
+      const { rows } = await db.query<Client>(`SELECT ${COLUMNS} FROM clients WHERE id = $1`, [id]);
+      return rows[0];
+    },
+
+    /** For client authentication: includes the secret hash, never leaves the server. */
+    async getWithSecret(id: string): Promise<ClientWithSecretHash | undefined> {
+      const { rows } = await db.query<ClientWithSecretHash>(
+        `SELECT ${COLUMNS}, secret_hash FROM clients WHERE id = $1`,
+        [id],
+      );
+      return rows[0];
+    },
+
+    async list(): Promise<Client[]> {
+      const { rows } = await db.query<Client>(`SELECT ${COLUMNS} FROM clients ORDER BY created_at, id`);
+      return rows;
+    },
+
+    async update(id: string, patch: { name?: string; redirect_uris?: string[]; active?: boolean }) {
+      const { rows } = await db.query<Client>(
+        `UPDATE clients SET name = coalesce($2, name), redirect_uris = coalesce($3, redirect_uris),
+           active = coalesce($4, active), updated_at = now()
+         WHERE id = $1 RETURNING ${COLUMNS}`,
+        [id, patch.name ?? null, patch.redirect_uris ?? null, patch.active ?? null],
+      );
+      return rows[0] as Client | undefined;
+    },
+
+    async rotateSecret(id: string) {
+      const clientSecret = generateSecret('aa_cs');
+      const { rows } = await db.query<Client>(
+        `UPDATE clients SET secret_hash = $2, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
+        [id, sha256(clientSecret)],
+      );
+      return rows[0] ? { ...rows[0], client_secret: clientSecret } : undefined;
+    },
+
+    async remove(id: string): Promise<boolean> {
+      const { rowCount } = await db.query(`DELETE FROM clients WHERE id = $1`, [id]);
+      return rowCount > 0;
+    },
+  };
+}

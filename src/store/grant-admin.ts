@@ -1,0 +1,103 @@
+import type { Db } from '../db/types.js';
+import { GRANT_JOINS, LIVE_GRANT } from './grants.js';
+
+/** One sign-in of one agent at one website, as its owner and the operators see it. */
+export interface GrantRecord {
+  grant_id: string;
+  agent_id: string;
+  client_id: string;
+  client_name: string;
+  scope: string;
+  model: string;
+  created_at: Date;
+  last_refreshed_at: Date | null;
+  expires_at: Date;
+  revoked_at: Date | null;
+  revoked_reason: string | null;
+  /** Its tokens work: not revoked, not expired, agent and client active. */
+  active: boolean;
+}
+
+/** An agent that holds at least one live grant at a website. */
+export interface ClientAgent {
+  agent_id: string;
+  name: string | null;
+  email: string;
+  models: string[];
+  grants: number;
+  last_active_at: Date;
+}
+
+export type RevocationLevel = 'grant' | 'agent' | 'user' | 'client';
+
+// Who is revoked at each level (found by the id, or the email for a user) and which grants are theirs.
+const LEVELS: Record<RevocationLevel, { owner: string; column: string }> = {
+  grant: { owner: `SELECT id FROM grants WHERE id = $1`, column: 'id' },
+  agent: { owner: `SELECT id FROM agents WHERE id = $1`, column: 'agent_id' },
+  user: { owner: `SELECT id FROM users WHERE lower(email) = lower($1)`, column: 'user_id' },
+  client: { owner: `SELECT id FROM clients WHERE id = $1`, column: 'client_id' },
+};
+
+const GRANT_ROWS = `SELECT g.id AS grant_id, g.agent_id, g.client_id, c.name AS client_name, g.scope, g.model, g.created_at,
+    g.last_refreshed_at, g.expires_at, g.revoked_at, g.revoked_reason, (${LIVE_GRANT}) AS active
+  FROM grants g ${GRANT_JOINS}`;
+const NEWEST_FIRST = 'ORDER BY g.created_at DESC, g.id';
+
+/** Sign-in history and revocation at every level, for the admin API. */
+export function createGrantAdminStore(db: Db) {
+  const exists = async (table: 'agents' | 'clients', id: string) =>
+    (await db.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id])).rows.length > 0;
+
+  return {
+    /** The websites an agent signed into; undefined when there is no such agent. */
+    async ofAgent(agentId: string): Promise<GrantRecord[] | undefined> {
+      if (!(await exists('agents', agentId))) return undefined;
+      const { rows } = await db.query<GrantRecord>(`${GRANT_ROWS} WHERE g.agent_id = $1 ${NEWEST_FIRST}`, [agentId]);
+      return rows;
+    },
+
+    /** A user's sign-ins through all their agents; undefined when no user has that email. */
+    async ofUser(email: string): Promise<{ user_id: string; email: string; grants: GrantRecord[] } | undefined> {
+      const { rows: users } = await db.query<{ user_id: string; email: string }>(
+        `SELECT id AS user_id, email FROM users WHERE lower(email) = lower($1)`,
+        [email],
+      );
+      if (!users[0]) return undefined;
+      const { rows } = await db.query<GrantRecord>(`${GRANT_ROWS} WHERE g.user_id = $1 ${NEWEST_FIRST}`, [users[0].user_id]);
+      return { ...users[0], grants: rows };
+    },
+
+    /** The agents signed in at a website now, most recently active first; undefined when there is no such client. */
+    async activeAgentsOf(clientId: string): Promise<ClientAgent[] | undefined> {
+      if (!(await exists('clients', clientId))) return undefined;
+      const { rows } = await db.query<ClientAgent>(
+        `SELECT g.agent_id, a.name, u.email, array_agg(DISTINCT g.model ORDER BY g.model) AS models,
+           count(*)::int AS grants, max(coalesce(g.last_refreshed_at, g.created_at)) AS last_active_at
+         FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = a.user_id
+         WHERE g.client_id = $1 AND ${LIVE_GRANT}
+         GROUP BY g.agent_id, a.name, u.email
+         ORDER BY last_active_at DESC, g.agent_id`,
+        [clientId],
+      );
+      return rows;
+    },
+
+    /**
+     * Revokes every unrevoked grant at that level in one statement: their refresh tokens stop at
+     * once, and so do their access tokens, whose every check reads the grant. The audit trigger
+     * records each. Undefined when the grant, agent, user (by email) or client does not exist.
+     */
+    async revoke(level: RevocationLevel, key: string): Promise<number | undefined> {
+      const { owner, column } = LEVELS[level];
+      const { rows } = await db.query<{ found: boolean; revoked: number }>(
+        `WITH owner AS (${owner}), revoked AS (
+           UPDATE grants SET revoked_at = now(), revoked_reason = $2
+           WHERE revoked_at IS NULL AND ${column} IN (SELECT id FROM owner) RETURNING 1
+         )
+         SELECT EXISTS (SELECT 1 FROM owner) AS found, (SELECT count(*)::int FROM revoked) AS revoked`,
+        [key, `admin_${level}`],
+      );
+      return rows[0].found ? rows[0].revoked : undefined;
+    },
+  };
+}

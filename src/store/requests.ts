@@ -1,0 +1,166 @@
+import type { Db } from '../db/types.js';
+import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
+
+export type RequestStatus = 'pending' | 'authenticated' | 'completed' | 'error';
+
+/** A request as the status endpoints see it; `expired` folds the clock into the state. */
+export interface RequestState {
+  id: string;
+  client_id: string;
+  status: RequestStatus;
+  error: string | null;
+  /**
+   * The request ran out of time before it could end: an expiry already recorded (status error,
+   * error request_expired) or one this read has just noticed and recorded.
+   */
+  expired: boolean;
+  /** This read noticed the expiry and recorded it; it happens once per request (log it then). */
+  newly_expired?: boolean;
+  agent_id: string | null;
+  model: string | null;
+  browser_hash: string;
+  redirect_uri: string;
+  state: string;
+  expires_at: Date;
+}
+
+/** What the approval page shows: who signs in, with which model, what is shared with whom. */
+export interface RequestDetails extends RequestState {
+  scope: string;
+  client_name: string;
+  agent_name: string | null;
+  email: string | null;
+}
+
+export interface NewRequest {
+  client_id: string;
+  redirect_uri: string;
+  state: string;
+  code_challenge: string;
+  scope: string;
+  browser_hash: string;
+}
+
+// Ran out of time while it could still have moved on; a completed one stays completed.
+const overdue = (r: string) => `${r}.status IN ('pending', 'authenticated') AND ${r}.expires_at <= now()`;
+const RECORD_EXPIRY = `status = 'error', error = 'request_expired'`;
+
+const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
+  (${overdue('r')} OR r.error = 'request_expired') AS expired`;
+
+/** Where a completed or denied request sends the browser, and who it was for (the audit log line). */
+export interface EndedRequest {
+  redirect_uri: string;
+  state: string;
+  client_id: string;
+  agent_id: string;
+  model: string;
+}
+
+/** A request whose expiry was just recorded, for the audit log line. */
+export interface ExpiredRequest {
+  request_id: string;
+  client_id: string;
+  agent_id: string | null;
+  model: string | null;
+}
+
+/**
+ * Authorization requests. Every transition is one UPDATE guarded by the current status and the
+ * clock, so of two racing callers exactly one wins and the other sees zero rows.
+ */
+export function createRequestStore(db: Db) {
+  /**
+   * Expiry is a transition like the others: the first read that finds a request overdue records
+   * it (one guarded UPDATE, only on that rare path), which fires the audit trigger's `expired`.
+   */
+  async function recordExpiry<T extends RequestState>(row: T | undefined): Promise<T | undefined> {
+    if (!row?.expired || row.status === 'error') return row;
+    const { rowCount } = await db.query(`UPDATE auth_requests r SET ${RECORD_EXPIRY} WHERE r.id = $1 AND ${overdue('r')}`, [row.id]);
+    return { ...row, status: 'error', error: 'request_expired', newly_expired: rowCount === 1 };
+  }
+
+  return {
+    async create(input: NewRequest, ttlSeconds: number): Promise<{ id: string; expires_at: Date }> {
+      const { rows } = await db.query<{ id: string; expires_at: Date }>(
+        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8)) RETURNING id, expires_at`,
+        [generateId('req'), input.client_id, input.redirect_uri, input.state, input.code_challenge, input.scope, input.browser_hash, ttlSeconds],
+      );
+      return rows[0];
+    },
+
+    async get(id: string): Promise<RequestState | undefined> {
+      const { rows } = await db.query<RequestState>(`SELECT ${STATE_COLUMNS} FROM auth_requests r WHERE r.id = $1`, [id]);
+      return recordExpiry(rows[0]);
+    },
+
+    async getDetails(id: string): Promise<RequestDetails | undefined> {
+      const { rows } = await db.query<RequestDetails>(
+        `SELECT ${STATE_COLUMNS}, r.scope, c.name AS client_name, a.name AS agent_name, u.email
+         FROM auth_requests r
+         JOIN clients c ON c.id = r.client_id
+         LEFT JOIN agents a ON a.id = r.agent_id
+         LEFT JOIN users u ON u.id = a.user_id
+         WHERE r.id = $1`,
+        [id],
+      );
+      return recordExpiry(rows[0]);
+    },
+
+    /** Records, in bulk, the expiry of up to `limit` requests nobody looked at (the purge job). */
+    async expireOverdue(limit: number): Promise<ExpiredRequest[]> {
+      const { rows } = await db.query<ExpiredRequest>(
+        `UPDATE auth_requests r SET ${RECORD_EXPIRY}
+         WHERE r.id = ANY(ARRAY(SELECT o.id FROM auth_requests o WHERE ${overdue('o')} LIMIT $1)) AND ${overdue('r')}
+         RETURNING r.id AS request_id, r.client_id, r.agent_id, r.model`,
+        [limit],
+      );
+      return rows;
+    },
+
+    /** pending -> authenticated; undefined when the request was not pending and unexpired. */
+    async authenticate(id: string, agentId: string, model: string): Promise<{ client_id: string } | undefined> {
+      const { rows } = await db.query<{ client_id: string }>(
+        `UPDATE auth_requests SET status = 'authenticated', agent_id = $2, model = $3, authenticated_at = now()
+         WHERE id = $1 AND status = 'pending' AND expires_at > now()
+         RETURNING client_id`,
+        [id, agentId, model],
+      );
+      return rows[0];
+    },
+
+    /**
+     * authenticated -> completed, issuing the authorization code in the same statement.
+     * Returns the code (shown once, stored hashed) or undefined when the request could not complete.
+     */
+    async complete(id: string, browserHash: string, codeTtlSeconds: number) {
+      const code = generateSecret('aa_code');
+      const { rows } = await db.query<EndedRequest>(
+        `WITH done AS (
+           UPDATE auth_requests SET status = 'completed', completed_at = now()
+           WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND expires_at > now()
+           RETURNING id, client_id, agent_id, redirect_uri, state, code_challenge, scope, model
+         ), code AS (
+           INSERT INTO auth_codes (code_hash, request_id, client_id, agent_id, redirect_uri, code_challenge, scope, model, expires_at)
+           SELECT $3, id, client_id, agent_id, redirect_uri, code_challenge, scope, model, now() + make_interval(secs => $4)
+           FROM done
+         )
+         SELECT redirect_uri, state, client_id, agent_id, model FROM done`,
+        [id, browserHash, sha256(code), codeTtlSeconds],
+      );
+      return rows[0] ? { ...rows[0], code } : undefined;
+    },
+
+    /** authenticated -> error (access_denied), when the user presses Deny. */
+    async deny(id: string, browserHash: string) {
+      const { rows } = await db.query<EndedRequest>(
+        `UPDATE auth_requests SET status = 'error', error = 'access_denied', completed_at = now()
+         WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND expires_at > now()
+         RETURNING redirect_uri, state, client_id, agent_id, model`,
+        [id, browserHash],
+      );
+      return rows[0];
+    },
+  };
+}

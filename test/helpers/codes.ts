@@ -1,0 +1,124 @@
+import { generateSecret, sha256 } from '../../src/crypto/secrets.js';
+import type { Services } from '../../src/services.js';
+import { pkce } from './flow.js';
+import type { TestServer } from './server.js';
+
+/**
+ * An authorization code as the sign-in flow leaves it (the auth_codes contract), inserted
+ * directly: for cases the browser flow cannot produce on demand (an expired code, any scope).
+ */
+export async function insertCode(
+  services: Services,
+  input: {
+    clientId: string;
+    agentId: string;
+    redirectUri: string;
+    scope?: string;
+    model?: string;
+    /** Negative for a code that has already expired. */
+    expiresInSeconds?: number;
+  },
+) {
+  const code = generateSecret('aa_code');
+  const { verifier, challenge } = pkce();
+  await services.db.query(
+    `INSERT INTO auth_codes (code_hash, request_id, client_id, agent_id, redirect_uri, code_challenge, scope, model, expires_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9::int))`,
+    [
+      sha256(code),
+      `req_fixture_${code.slice(-8)}`,
+      input.clientId,
+      input.agentId,
+      input.redirectUri,
+      challenge,
+      input.scope ?? 'openid email profile',
+      input.model ?? 'test-model-1',
+      input.expiresInSeconds ?? 600,
+    ],
+  );
+  return { code, verifier };
+}
+
+export interface Credentials {
+  client_id: string;
+  client_secret: string;
+}
+
+/** A form-urlencoded POST, the way RFC 6749 clients send it; `basic` moves the credentials to the header. */
+export function postForm(
+  server: TestServer,
+  url: string,
+  form: Record<string, string | string[] | undefined>,
+  headers: Record<string, string> = {},
+) {
+  const body = new URLSearchParams();
+  for (const [key, value] of Object.entries(form)) {
+    for (const v of value === undefined ? [] : Array.isArray(value) ? value : [value]) body.append(key, v);
+  }
+  return server.app.inject({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    payload: body.toString(),
+  });
+}
+
+/** RFC 6749 §2.3.1: form-urlencode id and secret, then Basic. */
+export function basicAuth(client: Credentials): string {
+  const encode = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${encode(client.client_id)}:${encode(client.client_secret)}`).toString('base64')}`;
+}
+
+const credentials = (client: Credentials) => ({ client_id: client.client_id, client_secret: client.client_secret });
+
+export function exchangeCode(
+  server: TestServer,
+  client: Credentials & { redirect_uris: string[] },
+  code: string,
+  verifier: string,
+  extra: Record<string, string | undefined> = {},
+) {
+  return postForm(server, '/token', {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: verifier,
+    redirect_uri: client.redirect_uris[0],
+    ...credentials(client),
+    ...extra,
+  });
+}
+
+export function refresh(server: TestServer, client: Credentials, refreshToken: string, extra: Record<string, string> = {}) {
+  return postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: refreshToken, ...credentials(client), ...extra });
+}
+
+export function introspect(server: TestServer, client: Credentials, token: string) {
+  return postForm(server, '/introspect', { token, ...credentials(client) });
+}
+
+export function revoke(server: TestServer, client: Credentials, token: string, extra: Record<string, string> = {}) {
+  return postForm(server, '/revoke', { token, ...credentials(client), ...extra });
+}
+
+export function userinfo(server: TestServer, accessToken: string) {
+  return server.app.inject({ url: '/userinfo', headers: { authorization: `Bearer ${accessToken}` } });
+}
+
+/** A new client and agent, a code inserted for them, and the tokens it was exchanged for. */
+export async function issueTokens(
+  server: TestServer,
+  options: { client?: Credentials & { redirect_uris: string[] }; agent?: { agent_id: string; email: string }; scope?: string } = {},
+) {
+  const client = options.client ?? (await server.createClient());
+  const agent = options.agent ?? (await server.createAgent());
+  const { code, verifier } = await insertCode(server.services, {
+    clientId: client.client_id,
+    agentId: agent.agent_id,
+    redirectUri: client.redirect_uris[0],
+    scope: options.scope,
+  });
+  const res = await exchangeCode(server, client, code, verifier);
+  if (res.statusCode !== 200) throw new Error(`code exchange failed: ${res.body}`);
+  const tokens = res.json() as { access_token: string; refresh_token: string; scope: string; expires_in: number };
+  return { client, agent, code, verifier, ...tokens };
+}

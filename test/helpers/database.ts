@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { readFileSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { inject } from 'vitest';
+import { wrapPglite } from '../../src/db/pglite.js';
+import { openPostgres } from '../../src/db/postgres.js';
+import type { Db } from '../../src/db/types.js';
+
+export const usingPostgres = Boolean(process.env.TEST_DATABASE_URL);
+export const storeName = usingPostgres ? 'postgres' : 'pglite';
+
+export interface TestDatabase {
+  /** DATABASE_URL for a server process on this database (PostgreSQL only). */
+  url?: string;
+  open(): Promise<Db>;
+  drop(): Promise<void>;
+}
+
+/** URL of the PostgreSQL database with `search_path` set to one schema. */
+export function schemaUrl(base: string, schema: string): string {
+  const url = new URL(base);
+  url.searchParams.set('options', `-c search_path=${schema}`);
+  return url.toString();
+}
+
+/** An in-memory PGlite loaded from the migrated template that test/global-setup.ts made. */
+async function openPgliteFromTemplate(): Promise<Db> {
+  const template = new Blob([readFileSync(inject('pgliteTemplate'))]);
+  return wrapPglite(await PGlite.create({ loadDataDir: template }));
+}
+
+/**
+ * A fresh, empty database for one test file: a schema of its own on PostgreSQL when
+ * TEST_DATABASE_URL is set (so parallel files never collide), else an in-memory PGlite.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const base = process.env.TEST_DATABASE_URL;
+  if (!base) {
+    return { open: openPgliteFromTemplate, drop: async () => {} };
+  }
+  const schema = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+  await admin.end();
+  const url = schemaUrl(base, schema);
+  return {
+    url,
+    open: async () => openPostgres(url),
+    async drop() {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await c.end();
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { TestServer } from './server.js';
+
+export function pkce() {
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  return { verifier, challenge };
+}
+
+export function authorizeUrl(params: Record<string, string | undefined>) {
+  const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== undefined) as [string, string][]);
+  return `/authorize?${query}`;
+}
+
+/** GET /authorize as a browser would; returns the request id from the page and the binding cookie. */
+export async function startAuthorize(
+  server: TestServer,
+  client: { client_id: string; redirect_uris: string[] },
+  overrides: Record<string, string | undefined> = {},
+  cookie?: string,
+) {
+  const { verifier, challenge } = pkce();
+  const state = randomBytes(16).toString('base64url');
+  const res = await server.app.inject({
+    url: authorizeUrl({
+      client_id: client.client_id,
+      redirect_uri: client.redirect_uris[0],
+      response_type: 'code',
+      state,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+      ...overrides,
+    }),
+    headers: cookie ? { cookie } : {},
+  });
+  const requestId = /<meta name="request-id" content="([^"]+)">/.exec(res.body)?.[1];
+  const setCookie = res.cookies.find((c) => c.name === 'agent_auth_browser');
+  return { res, requestId: requestId!, cookie: setCookie ? `${setCookie.name}=${setCookie.value}` : cookie, state, verifier };
+}
+
+export function agentAuthenticate(
+  server: TestServer,
+  body: { request_id: string; agent_id: string; agent_secret: string; model?: string },
+) {
+  return server.app.inject({
+    method: 'POST',
+    url: '/api/agent/authenticate',
+    payload: { model: 'test-model-1', ...body },
+  });
+}
+
+export async function checkStatus(server: TestServer, requestId: string) {
+  return server.app.inject({ url: `/api/check-status?request_id=${encodeURIComponent(requestId)}` });
+}
+
+/** The browser's last step: returns the redirect and the parameters it carries. */
+export async function completeInBrowser(server: TestServer, requestId: string, cookie: string | undefined) {
+  const res = await server.app.inject({
+    url: `/authorize/complete?request_id=${encodeURIComponent(requestId)}`,
+    headers: cookie ? { cookie } : {},
+  });
+  const location = res.headers.location as string | undefined;
+  const params = location ? new URL(location).searchParams : new URLSearchParams();
+  return { res, location, code: params.get('code') ?? undefined, params };
+}
+
+/** A whole sign-in up to the code: new client and agent unless given. */
+export async function signInToCode(
+  server: TestServer,
+  options: {
+    client?: { client_id: string; client_secret: string; redirect_uris: string[] };
+    agent?: { agent_id: string; agent_secret: string; email: string };
+    scope?: string;
+    model?: string;
+  } = {},
+) {
+  const client = options.client ?? (await server.createClient());
+  const agent = options.agent ?? (await server.createAgent());
+  const started = await startAuthorize(server, client, options.scope === undefined ? {} : { scope: options.scope });
+  const auth = await agentAuthenticate(server, {
+    request_id: started.requestId,
+    agent_id: agent.agent_id,
+    agent_secret: agent.agent_secret,
+    model: options.model ?? 'test-model-1',
+  });
+  if (auth.statusCode !== 200) throw new Error(`authenticate failed: ${auth.body}`);
+  const done = await completeInBrowser(server, started.requestId, started.cookie);
+  if (!done.code) throw new Error(`no code: ${done.res.statusCode} ${done.res.body.slice(0, 300)}`);
+  return { client, agent, code: done.code, verifier: started.verifier, state: started.state, requestId: started.requestId };
+}

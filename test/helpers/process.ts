@@ -1,0 +1,59 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+
+// Variables of the developer's shell that would change what a child process does.
+const INHERITED_OUT = ['ADMIN_TOKEN', 'ADMIN_PORT', 'AGENT_AUTH_ADMIN_URL', 'DATA_DIR', 'DATABASE_URL', 'PORT', 'JWT_SECRET', 'JWT_SECRETS'];
+
+/** Runs a TypeScript entry point of src/ (through tsx, no build needed) with a clean environment plus `env`. */
+export function spawnSource(entry: string, args: string[], env: Record<string, string | undefined> = {}): ChildProcess {
+  const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !INHERITED_OUT.includes(k)));
+  return spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+    cwd: repoRoot,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+}
+
+export interface Finished {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Collects a child's output until it exits. */
+export function finished(child: ChildProcess): Promise<Finished> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.on('data', (d) => (stdout += d));
+  child.stderr?.on('data', (d) => (stderr += d));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  url: string;
+  adminUrl: string;
+  exit: Promise<Finished>;
+}
+
+/** Starts src/main.ts and resolves once it says where it listens. */
+export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
+  const child = spawnSource('src/main.ts', [], env);
+  const exit = finished(child);
+  const [url, adminUrl] = await new Promise<[string, string]>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const match = /listening on (http:\/\/\S+) .*admin API on (http:\/\/\S+)/.exec(out);
+      if (match) resolve([match[1], match[2]]);
+    });
+    exit.then((res) => reject(new Error(`server exited early (${res.code}): ${res.stderr}`)));
+  });
+  return { child, url, adminUrl, exit };
+}

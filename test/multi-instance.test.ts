@@ -1,0 +1,98 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, usingPostgres, type TestDatabase } from './helpers/database.js';
+import { startServerProcess, type ServerProcess } from './helpers/process.js';
+import { ADMIN_TOKEN } from './helpers/server.js';
+
+const ISSUER = 'https://auth.example';
+
+// Several processes over one store is what PostgreSQL is for; the embedded store belongs to one process.
+describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgres)', () => {
+  let database: TestDatabase;
+  let a: ServerProcess;
+  let b: ServerProcess;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    // No JWT_SECRET: both must find the one key the first start generated in the store.
+    const env = { DATABASE_URL: database.url, ISSUER, ADMIN_TOKEN, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', DATA_DIR: 'memory' };
+    a = await startServerProcess(env);
+    b = await startServerProcess(env);
+  }, 60_000);
+  afterAll(async () => {
+    for (const p of [a, b]) {
+      p?.child.kill('SIGTERM');
+      await p?.exit;
+    }
+    await database.drop();
+  });
+
+  const admin = (p: ServerProcess, path: string, body: unknown) =>
+    fetch(`${p.adminUrl}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then((r) => r.json());
+  const form = (p: ServerProcess, path: string, body: Record<string, string>) =>
+    fetch(`${p.url}${path}`, { method: 'POST', body: new URLSearchParams(body) });
+
+  it('completes a sign-in whose every step lands on the other instance', async () => {
+    const client = await admin(a, '/admin/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
+    const agent = await admin(b, '/admin/agents', { email: 'owner@example.com' });
+    const creds = { client_id: client.client_id, client_secret: client.client_secret };
+
+    const verifier = randomBytes(32).toString('base64url');
+    const query = new URLSearchParams({
+      client_id: client.client_id,
+      redirect_uri: 'https://shop.example/cb',
+      response_type: 'code',
+      state: 'st-1',
+      code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+      code_challenge_method: 'S256',
+    });
+    const page = await fetch(`${a.url}/authorize?${query}`);
+    expect(page.status).toBe(200);
+    const requestId = /<meta name="request-id" content="([^"]+)">/.exec(await page.text())![1];
+    const cookie = page.headers.getSetCookie()[0].split(';')[0];
+
+    // A long poll held by A is woken by the agent authenticating on B.
+    const started = Date.now();
+    const poll = fetch(`${a.url}/api/check-status?request_id=${requestId}&wait=20`).then((r) => r.json());
+    await new Promise((r) => setTimeout(r, 300));
+    const auth = await fetch(`${b.url}/api/agent/authenticate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'model-x' }),
+    });
+    expect(auth.status).toBe(200);
+    expect(await poll).toEqual({ status: 'authenticated' });
+    expect(Date.now() - started).toBeLessThan(5000);
+
+    const done = await fetch(`${b.url}/authorize/complete?request_id=${requestId}`, { headers: { cookie }, redirect: 'manual' });
+    expect(done.status).toBe(302);
+    const callback = new URL(done.headers.get('location')!);
+    expect(callback.searchParams.get('state')).toBe('st-1');
+    expect(callback.searchParams.get('iss')).toBe(ISSUER);
+
+    const tokens = await (await form(a, '/token', {
+      grant_type: 'authorization_code',
+      code: callback.searchParams.get('code')!,
+      code_verifier: verifier,
+      redirect_uri: 'https://shop.example/cb',
+      ...creds,
+    })).json();
+    expect(tokens.token_type).toBe('Bearer');
+
+    const info = await fetch(`${b.url}/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+    expect(await info.json()).toEqual({ sub: agent.agent_id, email: 'owner@example.com' });
+
+    const refreshed = await (await form(b, '/token', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...creds })).json();
+    const introspection = await (await form(a, '/introspect', { token: refreshed.access_token, ...creds })).json();
+    expect(introspection).toMatchObject({ active: true, sub: agent.agent_id, model: 'model-x' });
+
+    // Revoked on A means refused on B, at once.
+    expect((await form(a, '/revoke', { token: refreshed.refresh_token, ...creds })).status).toBe(200);
+    const after = await fetch(`${b.url}/userinfo`, { headers: { authorization: `Bearer ${refreshed.access_token}` } });
+    expect(after.status).toBe(401);
+  }, 60_000);
+});

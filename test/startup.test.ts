@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { startServer, type RunningServer } from '../src/server.js';
+import { createTestDatabase, storeName, usingPostgres, type TestDatabase } from './helpers/database.js';
+import { finished, spawnSource, startServerProcess } from './helpers/process.js';
+
+const ADMIN_TOKEN = 'startup-test-admin-token-0123456789';
+const TABLES = [
+  'agents',
+  'auth_codes',
+  'auth_requests',
+  'clients',
+  'grants',
+  'refresh_tokens',
+  'revoked_access_tokens',
+  'schema_migrations',
+  'server_keys',
+  'users',
+];
+
+const tempDirs: string[] = [];
+const databases: TestDatabase[] = [];
+afterAll(async () => {
+  await Promise.all(databases.map((d) => d.drop()));
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * An empty store of the kind under test, as server environment: a fresh PostgreSQL schema,
+ * or a fresh directory for PGlite on disk.
+ */
+async function emptyStore(): Promise<Record<string, string | undefined>> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-startup-'));
+  tempDirs.push(dataDir);
+  if (!usingPostgres) return { DATA_DIR: dataDir };
+  const database = await createTestDatabase();
+  databases.push(database);
+  return { DATA_DIR: dataDir, DATABASE_URL: database.url };
+}
+
+const serverEnv = (store: Record<string, string | undefined>) => ({
+  PORT: '0',
+  HOST: '127.0.0.1',
+  ADMIN_PORT: '0',
+  ADMIN_HOST: '127.0.0.1',
+  ADMIN_TOKEN,
+  LOG_LEVEL: 'silent',
+  ...store,
+});
+
+describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
+  const running: RunningServer[] = [];
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((s) => s.close()));
+  });
+  async function start(store: Record<string, string | undefined>) {
+    const server = await startServer(loadConfig(serverEnv(store)));
+    running.push(server);
+    return server;
+  }
+  async function stop(server: RunningServer) {
+    running.splice(running.indexOf(server), 1);
+    await server.close();
+  }
+  const admin = (server: RunningServer, method: string, path: string, body?: object) =>
+    fetch(`${server.adminUrl}/admin${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      body: body && JSON.stringify(body),
+    });
+
+  it('creates the schema in an empty store', async () => {
+    const server = await start(await emptyStore());
+    const { rows } = await server.services.db.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()`,
+    );
+    expect(rows.map((r) => r.table_name)).toEqual(expect.arrayContaining(TABLES));
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+
+  it('keeps registrations and the generated JWT key across a restart', async () => {
+    const store = await emptyStore();
+    const first = await start(store);
+    const created = await admin(first, 'POST', '/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
+    expect(created.status).toBe(201);
+    const { client_secret: _, ...client } = await created.json();
+    const key = first.services.keyring.current;
+    const migrations = (await first.services.db.query('SELECT * FROM schema_migrations')).rows;
+    await stop(first);
+
+    const second = await start(store);
+    const got = await admin(second, 'GET', `/clients/${client.client_id}`);
+    expect(got.status).toBe(200);
+    expect(await got.json()).toEqual(client);
+    expect(second.services.keyring.current.kid).toBe(key.kid);
+    expect(Buffer.from(second.services.keyring.current.key).equals(Buffer.from(key.key))).toBe(true);
+    // Migrations already applied are not applied again.
+    expect((await second.services.db.query('SELECT * FROM schema_migrations')).rows).toEqual(migrations);
+  });
+
+  describe('the process (src/main.ts)', () => {
+    const bad: [string, string][] = [
+      ['PORT', 'abc'],
+      ['JWT_SECRET', 'short'],
+      ['ADMIN_PORT', '70000'],
+      ['DATABASE_URL', 'mysql://localhost/db'],
+      ['ACCESS_TOKEN_TTL_SECONDS', '0'],
+    ];
+    it('exits 1 with one line naming the variable on a configuration error', async () => {
+      const results = await Promise.all(
+        bad.map(([name, value]) => finished(spawnSource('src/main.ts', [], { DATA_DIR: 'memory', [name]: value }))),
+      );
+      results.forEach((res, i) => {
+        const [name] = bad[i];
+        expect(res.code, name).toBe(1);
+        expect(res.stdout, name).toBe('');
+        expect(res.stderr, name).toMatch(new RegExp(`^agent-auth: invalid configuration: ${name} [^\\n]+\\n$`));
+      });
+    });
+
+    it('serves, then exits 0 within 10 s of SIGTERM', async () => {
+      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const { child, exit, url } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn' });
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+
+      const sent = Date.now();
+      child.kill('SIGTERM');
+      const res = await exit;
+      expect(Date.now() - sent).toBeLessThan(10_000);
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain('SIGTERM received');
+      await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    });
+  });
+});

@@ -1,0 +1,12 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/global-setup.ts'],
+    pool: 'forks',
+    // PGlite boots a WASM PostgreSQL per test file; give it room on a busy 2-core machine.
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+  },
+});
