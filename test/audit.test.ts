@@ -5,7 +5,7 @@ import { purgeExpired } from '../src/jobs/purge.js';
 import { loggerOptions } from '../src/logger.js';
 import { exchangeCode, refresh, revoke } from './helpers/codes.js';
 import { storeName } from './helpers/database.js';
-import { agentAuthenticate, checkStatus, completeInBrowser, signInToCode, startAuthorize } from './helpers/flow.js';
+import { agentAuthenticate, checkStatus, completeInBrowser, setRequestExpiry, signInToCode, startAuthorize } from './helpers/flow.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 type AuditRow = Record<string, any>;
@@ -164,7 +164,7 @@ describe(`audit log (${storeName})`, () => {
   it('records an expiry once, when it is first noticed, and keeps the check-status answer', async () => {
     const client = await server.createClient();
     const { requestId } = await startAuthorize(server, client);
-    await server.services.db.query(`UPDATE auth_requests SET expires_at = now() - interval '1 second' WHERE id = $1`, [requestId]);
+    await setRequestExpiry(server, requestId, -1);
 
     const expiredBody = { status: 'error', error: 'request_expired', error_description: 'the authorization request has expired' };
     for (let i = 0; i < 2; i++) {
@@ -195,7 +195,7 @@ describe(`audit log (${storeName})`, () => {
     const { requestId } = await startAuthorize(server, client);
     const agent = await server.createAgent();
     await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'm-late' });
-    await server.services.db.query(`UPDATE auth_requests SET expires_at = now() - interval '2 hours' WHERE id = $1`, [requestId]);
+    await setRequestExpiry(server, requestId, -7200);
 
     await purgeExpired(server.services.db, { auditRetentionDays: 365 });
     expect((await server.services.db.query('SELECT 1 FROM auth_requests WHERE id = $1', [requestId])).rows).toHaveLength(0);

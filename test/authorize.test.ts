@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from './helpers/database.js';
-import { agentAuthenticate, authorizeUrl, checkStatus, completeInBrowser, pkce, startAuthorize } from './helpers/flow.js';
+import { agentAuthenticate, authorizeUrl, checkStatus, completeInBrowser, pkce, setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import { ISSUER, startTestServer, type TestServer } from './helpers/server.js';
 
 describe(`GET /authorize (${storeName})`, () => {
@@ -299,7 +299,7 @@ describe(`request expiry (${storeName})`, () => {
     const agent = await server.createAgent();
     const { requestId, cookie } = await startAuthorize(server, client);
     expect((await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })).statusCode).toBe(200);
-    await new Promise((r) => setTimeout(r, 1200));
+    await setRequestExpiry(server, requestId, -1);
     const page = await completeInBrowser(server, requestId, cookie);
     expect(page.res.statusCode).toBe(400);
     expect(page.location).toBeUndefined();

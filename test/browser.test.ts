@@ -141,6 +141,28 @@ describe(`a real browser signs in (${storeName})`, { timeout: 60_000 }, () => {
     await context.close();
   });
 
+  it('moves on at once when the agent authenticated before the page first asked', async () => {
+    const { context, page, problems } = await openBrowser();
+    // Hold the page's first check-status until the agent is through: a long poll that waited for
+    // the next change from there (25 s) would miss the one the page is waiting for.
+    let agentDone!: () => void;
+    const authenticated = new Promise<void>((resolve) => (agentDone = resolve));
+    const asked: string[] = [];
+    await page.route('**/api/check-status?**', async (route) => {
+      asked.push(route.request().url());
+      await authenticated;
+      await route.continue();
+    });
+    await clickSignIn(page, site, server);
+    const requestId = (await page.locator('meta[name="request-id"]').getAttribute('content'))!;
+    await agentAuthenticates(server, requestId);
+    agentDone();
+    expect((await callbackQuery(page, site)).code).toMatch(/^aa_code_/);
+    expect(new URL(asked[0]).searchParams.get('last_status')).toBe('pending');
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it('without JavaScript, the noscript refresh gets the browser to the callback', async () => {
     const { context, page, problems } = await openBrowser({ javaScriptEnabled: false });
     const state = await clickSignIn(page, site, server);

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from './helpers/database.js';
-import { agentAuthenticate, checkStatus, completeInBrowser, startAuthorize } from './helpers/flow.js';
+import { agentAuthenticate, checkStatus, completeInBrowser, setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import {
   bodies,
   encodeBody,
@@ -40,7 +40,7 @@ describe(`fuzzing the agent endpoints (${storeName})`, { timeout: FUZZ_TIMEOUT }
     const authenticated = await newRequest();
     await agentAuthenticate(server, { request_id: authenticated, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
     const expired = await newRequest();
-    await server.services.db.query(`UPDATE auth_requests SET expires_at = now() - interval '1 minute' WHERE id = $1`, [expired]);
+    await setRequestExpiry(server, expired, -60);
     // The first read of an overdue request records its expiry (a write by design): get it done here.
     await checkStatus(server, expired);
     const denied = await newRequest();

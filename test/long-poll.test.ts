@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName, usingPostgres } from './helpers/database.js';
-import { agentAuthenticate, startAuthorize } from './helpers/flow.js';
+import { agentAuthenticate, setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import { startSecondInstance, startTestServer, type TestServer } from './helpers/server.js';
 
 function longPoll(server: TestServer, requestId: string, wait: number) {
@@ -13,7 +13,7 @@ describe(`check-status long poll (${storeName})`, () => {
   let server: TestServer;
   let other: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ AUTH_REQUEST_TTL_SECONDS: '3' });
+    server = await startTestServer();
     other = await startSecondInstance(server);
   });
   afterAll(async () => {
@@ -50,6 +50,27 @@ describe(`check-status long poll (${storeName})`, () => {
     expect(Date.now() - started).toBeLessThan(4000);
   });
 
+  it('answers at once when the status is no longer the last_status the caller saw', async () => {
+    const { requestId, agent } = await pendingRequest();
+    await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+    const started = Date.now();
+    const res = await server.app.inject({ url: `/api/check-status?request_id=${requestId}&wait=20&last_status=pending` });
+    expect(res.json()).toEqual({ status: 'authenticated' });
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('holds the answer while the status is still the last_status the caller saw', async () => {
+    const { requestId, agent } = await pendingRequest();
+    await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+    const started = Date.now();
+    const res = await server.app.inject({ url: `/api/check-status?request_id=${requestId}&wait=1&last_status=authenticated` });
+    expect(res.json()).toEqual({ status: 'authenticated' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+    const bad = await server.app.inject({ url: `/api/check-status?request_id=${requestId}&wait=1&last_status=done` });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error).toBe('invalid_request');
+  });
+
   it('answers with the unchanged state when the wait is up', async () => {
     const { requestId } = await pendingRequest();
     const started = Date.now();
@@ -60,6 +81,7 @@ describe(`check-status long poll (${storeName})`, () => {
 
   it('answers request_expired when the request expires during the wait', async () => {
     const { requestId } = await pendingRequest();
+    await setRequestExpiry(server, requestId, 2);
     const res = await longPoll(server, requestId, 20);
     expect(res.json()).toEqual({ status: 'error', error: 'request_expired', error_description: 'the authorization request has expired' });
   });

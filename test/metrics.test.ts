@@ -7,7 +7,7 @@ import { loggerOptions } from '../src/logger.js';
 import { startServer } from '../src/server.js';
 import { exchangeCode, postForm, refresh, userinfo } from './helpers/codes.js';
 import { createTestDatabase, storeName } from './helpers/database.js';
-import { agentAuthenticate, checkStatus, completeInBrowser, signInToCode, startAuthorize } from './helpers/flow.js';
+import { agentAuthenticate, checkStatus, completeInBrowser, setRequestExpiry, signInToCode, startAuthorize } from './helpers/flow.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './helpers/server.js';
 
 interface Sample {
@@ -99,7 +99,7 @@ describe(`GET /metrics on the admin listener (${storeName})`, () => {
     const client = await server.createClient();
     const agent = await server.createAgent();
     const { requestId } = await startAuthorize(server, client);
-    await server.services.db.query(`UPDATE auth_requests SET expires_at = now() - interval '1 second' WHERE id = $1`, [requestId]);
+    await setRequestExpiry(server, requestId, -1);
     const before = (await scrape(server)).samples;
 
     const auth = await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });

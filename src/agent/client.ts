@@ -33,6 +33,8 @@ export interface PollOptions {
 export interface StatusOptions extends CallOptions {
   /** Long poll: the server holds the answer up to this many seconds (at most 25) until the state changes. */
   wait?: number;
+  /** With `wait`: the status last seen; the server holds the answer only while the request still has it. */
+  lastStatus?: RequestStatus['status'];
 }
 
 export interface WaitOptions extends PollOptions, CallOptions {
@@ -112,6 +114,7 @@ export class AgentAuthClient {
   checkStatus(requestId: string, options: StatusOptions = {}): Promise<RequestStatus> {
     const query = new URLSearchParams({ request_id: requestId });
     if (options.wait) query.set('wait', String(Math.min(Math.floor(options.wait), MAX_WAIT_SECONDS)));
+    if (options.wait && options.lastStatus) query.set('last_status', options.lastStatus);
     return this.#call(`/api/check-status?${query}`, { signal: options.signal });
   }
 
@@ -124,14 +127,17 @@ export class AgentAuthClient {
     const { timeoutMs = 60_000, until = 'completed', signal, longPoll = true } = options;
     const deadline = Date.now() + timeoutMs;
     let lastFailure: unknown;
+    let lastStatus: RequestStatus['status'] | undefined;
     for (let attempt = 0; ; attempt++) {
       let delay = pollDelay(attempt, options);
       const started = Date.now();
       try {
         // A hung connection must not outlive the deadline.
         const timeout = AbortSignal.timeout(Math.max(deadline - Date.now(), 1000));
-        const wait = longPoll ? Math.floor((deadline - Date.now()) / 1000) : 0;
-        const state = await this.checkStatus(requestId, { wait, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+        // Long polls only once a status has been seen: the server holds the answer while it lasts.
+        const wait = longPoll && lastStatus ? Math.floor((deadline - Date.now()) / 1000) : 0;
+        const state = await this.checkStatus(requestId, { wait, lastStatus, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+        lastStatus = state.status;
         // Time the server held the poll counts towards the interval: after a long poll, ask again at once.
         delay = Math.max(0, delay - (Date.now() - started));
         if (state.status === 'error') throw errorFromBody(state, 200);

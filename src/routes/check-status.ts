@@ -39,6 +39,9 @@ const schema = {
   querystring: z.object({
     request_id: requestIdSchema,
     wait: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).optional().describe('long poll: hold the answer up to this many seconds until the state changes'),
+    last_status: statusSchema.shape.status
+      .optional()
+      .describe('with wait: the status the caller last saw; the answer is held only while the request still has it (default: its status when the call arrives)'),
   }),
   response: {
     200: statusSchema,
@@ -52,12 +55,13 @@ const schema = {
 };
 
 /**
- * Holds a long poll: returns the state once its status differs from `initial`'s, once the request
+ * Holds a long poll: returns the state once its status differs from `before`, once the request
  * expires, when `waitMs` is up, or when the client hangs up.
  */
 async function awaitChange(
   read: () => Promise<RequestState | undefined>,
   initial: RequestState,
+  before: RequestState['status'],
   waitMs: number,
   watch: RequestWatch,
   response: ServerResponse,
@@ -65,7 +69,6 @@ async function awaitChange(
   const hungUp = new AbortController();
   response.once('close', () => hungUp.abort());
   const deadline = Date.now() + waitMs;
-  const before = statusBody(initial).status;
   let state = initial;
   while (statusBody(state).status === before && (before === 'pending' || before === 'authenticated')) {
     const left = Math.min(deadline, state.expires_at.getTime() + 50) - Date.now();
@@ -83,12 +86,15 @@ export default async function checkStatusRoute(fastify: FastifyInstance) {
   const perIp = app.limiter('check-status-ip', config.rateLimits.checkStatusPerIp, (request) => request.ip);
 
   app.get('/api/check-status', { schema, onRequest: perIp }, async (request, reply) => {
-    const { request_id: id, wait = 0 } = request.query;
+    const { request_id: id, wait = 0, last_status: lastStatus } = request.query;
     const watch = wait > 0 ? app.services.requestChanges.watch(id) : undefined;
     let state: RequestState | undefined;
     try {
       state = await store.requests.get(id);
-      if (state && watch) state = await awaitChange(() => store.requests.get(id), state, wait * 1000, watch, reply.raw);
+      if (state && watch) {
+        const before = lastStatus ?? statusBody(state).status;
+        state = await awaitChange(() => store.requests.get(id), state, before, wait * 1000, watch, reply.raw);
+      }
     } finally {
       watch?.stop();
     }

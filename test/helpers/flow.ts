@@ -88,3 +88,11 @@ export async function signInToCode(
   if (!done.code) throw new Error(`no code: ${done.res.statusCode} ${done.res.body.slice(0, 300)}`);
   return { client, agent, code: done.code, verifier: started.verifier, state: started.state, requestId: started.requestId };
 }
+
+/**
+ * Moves a request's expiry to `seconds` from now (negative: already past). Tests that need a step
+ * to happen before the expiry use this rather than a short TTL, which a busy machine can outrun.
+ */
+export async function setRequestExpiry(server: TestServer, requestId: string, seconds: number) {
+  await server.services.db.query(`UPDATE auth_requests SET expires_at = now() + make_interval(secs => $2) WHERE id = $1`, [requestId, seconds]);
+}

@@ -304,6 +304,8 @@ export interface FuzzOptions<T> {
   mayChange?(sent: Sent<T>): string[];
   /** Called before the next run when a run changed rows, so that fixtures are usable again. */
   refresh?(): Promise<void>;
+  /** Inputs sent first, before the generated ones: the paths an assertion needs reached every run. */
+  examples?: T[];
 }
 
 export interface FuzzReport {
@@ -350,7 +352,7 @@ export async function fuzz<T>(options: FuzzOptions<T>): Promise<FuzzReport> {
       }
       known = after;
     }),
-    { numRuns: Math.round(options.numRuns * SCALE) },
+    { numRuns: Math.round(options.numRuns * SCALE), examples: options.examples?.map((input) => [input] as [T]) },
   );
   return report;
 }
