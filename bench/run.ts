@@ -161,6 +161,7 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
     report.ours = ours;
 
     report.rssMb!.ours = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
+    log(`  peak RSS ${report.rssMb!.ours.peak} MB`);
   } finally {
     await server.stop();
   }

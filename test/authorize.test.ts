@@ -62,6 +62,29 @@ describe(`GET /authorize (${storeName})`, () => {
     expect(res.body).toContain('invalid_client');
   });
 
+  // Each request fails two checks; the page names the earlier one, in decisions.md's order.
+  const twoFailures: [string, Record<string, string | undefined>, string, RegExp][] = [
+    ['unknown client, over-long state', { client_id: 'client_nope', state: 'x'.repeat(5000) }, 'invalid_client', /client/i],
+    ['unknown client, bad scope', { client_id: 'client_nope', scope: 'admin' }, 'invalid_client', /client/i],
+    ['bad redirect_uri, response_type token', { redirect_uri: 'https://evil.example/cb', response_type: 'token' }, 'invalid_request', /redirect_uri/i],
+    ['response_type token, no state', { response_type: 'token', state: undefined }, 'unsupported_response_type', /response_type/i],
+    ['no state, short code_challenge', { state: undefined, code_challenge: 'abc' }, 'invalid_request', /state/i],
+    ['short code_challenge, plain method', { code_challenge: 'abc', code_challenge_method: 'plain' }, 'invalid_request', /code_challenge must/i],
+    ['plain method, unknown scope', { code_challenge_method: 'plain', scope: 'admin' }, 'invalid_request', /S256/i],
+    ['over-long redirect_uri, response_type token', { redirect_uri: `https://shop.example/${'x'.repeat(3000)}`, response_type: 'token' }, 'invalid_request', /redirect_uri/i],
+  ];
+  it.each(twoFailures)('first failure wins: %s -> %s', async (_name, override, code, description) => {
+    const res = await server.app.inject({ url: authorizeUrl({ ...valid, ...override }) });
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toContain(`<code id="error-code">${code}</code>`);
+    expect(res.body).toMatch(description);
+  });
+
+  it('first failure wins: an unknown client is reported before a repeated parameter', async () => {
+    const res = await server.app.inject({ url: `${authorizeUrl({ ...valid, client_id: 'client_nope' })}&state=second` });
+    expect(res.body).toContain('<code id="error-code">invalid_client</code>');
+  });
+
   it('refuses an inactive client with invalid_client', async () => {
     const other = await server.createClient();
     await server.adminCall('PATCH', `/admin/clients/${other.client_id}`, { active: false });
@@ -273,12 +296,18 @@ describe(`POST /api/agent/authenticate and GET /api/check-status (${storeName})`
 
 describe(`request expiry (${storeName})`, () => {
   let server: TestServer;
+  let shortLived: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ AUTH_REQUEST_TTL_SECONDS: '1' });
+    server = await startTestServer();
+    shortLived = await startTestServer({ AUTH_REQUEST_TTL_SECONDS: '1' });
   });
-  afterAll(() => server.close());
+  afterAll(async () => {
+    await shortLived.close();
+    await server.close();
+  });
 
-  it('reports request_expired at check-status, authenticate and on the page', async () => {
+  it('reports request_expired at check-status, authenticate and on the page after AUTH_REQUEST_TTL_SECONDS', async () => {
+    const server = shortLived;
     const client = await server.createClient();
     const agent = await server.createAgent();
     const { requestId, cookie } = await startAuthorize(server, client);

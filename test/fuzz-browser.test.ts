@@ -218,7 +218,7 @@ describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT },
       // A decision on a denied and on an expired request, which the generators reach only now and then.
       examples: ['denied_id', 'expired_id'].map((id) => ({
         method: 'POST',
-        body: { kind: 'form', value: { request_id: new Ref(id), csrf_token: new Ref('csrf'), decision: 'approve' }, raw: [] } as Body,
+        body: { kind: 'form', value: { request_id: new Ref(id), csrf_token: new Ref('csrf'), decision: 'approve' }, raw: [], contentType: 'application/x-www-form-urlencoded' } as Body,
         cookie: new Ref('cookie'),
       })),
       request: ({ method, body, cookie: c }: { method: string; body: Body; cookie: unknown }) => {

@@ -49,6 +49,20 @@ describe(`metadata and health (${storeName})`, () => {
     expect((await server.app.inject('/readyz')).statusCode).toBe(200);
   });
 
+  it('sends the security headers with JSON answers too, a CSP that allows nothing and draws no nonce', async () => {
+    for (const res of [
+      await server.app.inject('/.well-known/oauth-authorization-server'),
+      await server.app.inject('/userinfo'),
+      await server.app.inject({ method: 'POST', url: '/token', payload: {} }),
+    ]) {
+      expect(res.headers['content-security-policy']).toBe("default-src 'none';frame-ancestors 'none'");
+      expect(res.headers['x-frame-options']).toBe('DENY');
+      expect(res.headers['referrer-policy']).toBe('no-referrer');
+      expect(res.headers['x-content-type-options']).toBe('nosniff');
+      expect(res.headers['cross-origin-resource-policy']).toBe('same-origin');
+    }
+  });
+
   it('answers unknown paths with a JSON 404 in the spec format', async () => {
     const res = await server.app.inject('/nope');
     expect(res.statusCode).toBe(404);

@@ -8,6 +8,9 @@ const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 function expectLimited(res: { statusCode: number; headers: Record<string, unknown> }) {
   expect(res.statusCode).toBe(429);
   expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+  // Refused before the handler, still with the security headers.
+  expect(res.headers['x-frame-options']).toBe('DENY');
+  expect(String(res.headers['content-security-policy'])).toContain("frame-ancestors 'none'");
 }
 
 describe(`rate limits in one process (${storeName})`, () => {

@@ -134,5 +134,39 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
       expect(res.stdout).toContain('SIGTERM received');
       await expect(fetch(`${url}/healthz`)).rejects.toThrow();
     });
+
+    it('answers a held long poll at once on SIGTERM, then exits 0 within 10 s', async () => {
+      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const { child, exit, url, adminUrl } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn' });
+      const created = await fetch(`${adminUrl}/admin/clients`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'Shop', redirect_uris: ['https://shop.example/cb'] }),
+      });
+      const { client_id } = await created.json();
+      const page = await fetch(
+        `${url}/authorize?${new URLSearchParams({
+          client_id,
+          redirect_uri: 'https://shop.example/cb',
+          response_type: 'code',
+          state: 'st',
+          code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          code_challenge_method: 'S256',
+        })}`,
+      );
+      const requestId = /<meta name="request-id" content="([^"]+)">/.exec(await page.text())![1];
+
+      // What every open sign-in page holds: a long poll of up to 25 s.
+      const poll = fetch(`${url}/api/check-status?request_id=${requestId}&wait=25&last_status=pending`);
+      await new Promise((r) => setTimeout(r, 300));
+      const sent = Date.now();
+      child.kill('SIGTERM');
+      const answer = await poll;
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toEqual({ status: 'pending' });
+      const res = await exit;
+      expect(res.code).toBe(0);
+      expect(Date.now() - sent).toBeLessThan(10_000);
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyringFrom } from '../src/crypto/keys.js';
@@ -61,11 +62,25 @@ describe(`GET /userinfo (${storeName})`, () => {
       new SignJWT(payload)
         .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid, ...header } as never)
         .sign(new TextEncoder().encode(secret));
+    // What jose will not sign: a header with an extension the verifier must understand.
+    const rawSign = (header: Record<string, unknown>, payload: Record<string, unknown>) => {
+      const input = `${Buffer.from(JSON.stringify(header)).toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
+      return `${input}.${createHmac('sha256', SECRET).update(input).digest('base64url')}`;
+    };
     const [head, body] = access_token.split('.');
     const none = `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt', kid })).toString('base64url')}.${body}.`;
     const tampered = `${head}.${Buffer.from(JSON.stringify({ ...claims, scope: 'email', sub: 'agent_other' })).toString('base64url')}.${access_token.split('.')[2]}`;
+    const signature = access_token.split('.')[2];
+    // The last of 43 base64url characters carries 4 bits of the HMAC: its neighbour decodes the same.
+    const last = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'.indexOf(signature.at(-1)!);
+    const respelt = `${head}.${body}.${signature.slice(0, -1)}${'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'[last ^ 1]}`;
     const bad = [
       'garbage',
+      `${access_token}=`,
+      respelt,
+      `${access_token}.x`,
+      await sign({ alg: 'HS384' }),
+      rawSign({ alg: 'HS256', typ: 'at+jwt', kid, crit: ['x-ext'], 'x-ext': true }, claims),
       'a.b.c',
       'x'.repeat(5000),
       none,

@@ -1,14 +1,9 @@
-import { createHash, randomBytes, webcrypto } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Queryable } from '../db/types.js';
 
 export interface SigningKey {
   kid: string;
   key: Uint8Array;
-  /**
-   * The same key imported once for WebCrypto: given the raw bytes, jose imports them again on
-   * every sign and verify, which costs more than the HMAC itself.
-   */
-  cryptoKey: Promise<webcrypto.CryptoKey>;
 }
 
 /** The HS256 keys, newest first: the first signs, all of them verify (rotation). */
@@ -23,11 +18,7 @@ function kidFor(secret: string): string {
 }
 
 export function keyringFrom(secrets: string[]): Keyring {
-  const keys = secrets.map((s) => {
-    const key = new TextEncoder().encode(s);
-    const cryptoKey = webcrypto.subtle.importKey('raw', key, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
-    return { kid: kidFor(s), key, cryptoKey };
-  });
+  const keys = secrets.map((s) => ({ kid: kidFor(s), key: new TextEncoder().encode(s) }));
   return { current: keys[0], byKid: new Map(keys.map((k) => [k.kid, k])) };
 }
 

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import type { Config } from '../config.js';
-import { openPglite } from './pglite.js';
 import { openPostgres } from './postgres.js';
 import type { Db } from './types.js';
 
@@ -8,5 +7,7 @@ export type { Db, Queryable } from './types.js';
 
 export async function openDb(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Db> {
   if (config.databaseUrl) return openPostgres(config.databaseUrl);
+  // Loaded only for the embedded store, as are the WASM engine's megabytes.
+  const { openPglite } = await import('./pglite.js');
   return openPglite(config.dataDir === 'memory' ? 'memory' : join(config.dataDir, 'pglite'));
 }

@@ -27,6 +27,6 @@ export type GrantHandler = (request: FastifyRequest, body: TokenRequestFields) =
 
 /** `grant.scope` is the scope of this access token (and the one reported back). */
 export async function tokenResponse(request: FastifyRequest, grant: GrantSubject, refreshToken: string): Promise<TokenResponse> {
-  const { token, expiresIn } = await signAccessToken(request.server.services, grant);
+  const { token, expiresIn } = signAccessToken(request.server.services, grant);
   return { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, scope: grant.scope };
 }

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import { z } from 'zod';
 import { verifySecret } from '../crypto/secrets.js';
 import { InvalidClient, InvalidRequest } from '../errors.js';
+import type { StoredClientCredentials } from '../store/clients.js';
 
 export interface AuthenticatedClient {
   client_id: string;
@@ -51,7 +52,8 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
   return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
 }
 
-async function authenticateClient(request: FastifyRequest) {
+/** The credentials a request presents; `id` is undefined when it names no client worth looking up. */
+export function presentedCredentials(request: FastifyRequest): { id?: string; secret: string } {
   const body = request.body as { client_id?: string; client_secret?: string };
   const basic = basicCredentials(request.headers.authorization);
   // RFC 6749 §2.3: one method per request. A body client_id naming the same client is harmless.
@@ -59,12 +61,23 @@ async function authenticateClient(request: FastifyRequest) {
     throw new InvalidRequest('use one client authentication method: HTTP Basic or client_id and client_secret in the body');
   }
   const id = basic?.id ?? body.client_id;
-  const secret = basic?.secret ?? body.client_secret ?? '';
-  const client = id && id.length <= 200 ? await request.server.services.store.clients.getWithSecret(id) : undefined;
-  // Unknown client, inactive client and wrong secret cost the same hash work and get the same answer.
+  return { id: id && id.length <= 200 ? id : undefined, secret: basic?.secret ?? body.client_secret ?? '' };
+}
+
+/**
+ * Sets `request.client` if `secret` is the secret of `client` (as read from the store) and the
+ * client is active. Unknown client, inactive client and wrong secret cost the same hash work and
+ * get the same answer.
+ */
+export function acceptClient(request: FastifyRequest, secret: string, client: StoredClientCredentials | undefined) {
   const secretOk = verifySecret(secret, client?.secret_hash);
   if (!client || !secretOk || !client.active || !secret) throw new InvalidClient();
   request.client = { client_id: client.client_id };
+}
+
+async function authenticateClient(request: FastifyRequest) {
+  const { id, secret } = presentedCredentials(request);
+  acceptClient(request, secret, id ? await request.server.services.store.clients.getWithSecret(id) : undefined);
 }
 
 /** The client id a request claims, for rate limiting before (and whether or not) it authenticates. */
@@ -77,11 +90,17 @@ function claimedClientId(request: FastifyRequest): string | undefined {
 }
 
 /**
- * Registered inside a route plugin: every route of that plugin requires an authenticated client.
+ * Registered inside a route plugin whose handlers authenticate the client themselves (with
+ * presentedCredentials and acceptClient, reading the client along with what they need).
  * /token, /introspect and /revoke share one request budget per client id.
  */
-export const clientAuthentication = fp(async function clientAuthentication(app: FastifyInstance) {
+export const clientBudget = fp(async function clientBudget(app: FastifyInstance) {
   app.decorateRequest('client', null as unknown as AuthenticatedClient);
   app.addHook('preHandler', app.limiter('client', app.services.config.rateLimits.clientPerClient, claimedClientId));
+});
+
+/** Registered inside a route plugin: every route of that plugin requires an authenticated client. */
+export const clientAuthentication = fp(async function clientAuthentication(app: FastifyInstance) {
+  await app.register(clientBudget);
   app.addHook('preHandler', authenticateClient);
 });

@@ -8,18 +8,23 @@ import { renderRequestPage } from '../oauth/request-pages.js';
 import { parseScope } from '../oauth/scopes.js';
 import { htmlPage, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
-// Every parameter is optional at the schema level so that the handler can apply decisions.md's
-// order ("first failure wins"); the schema only refuses wrong types and absurd lengths.
-const param = (max: number) => z.string().max(max).optional();
-const querySchema = z.object({
-  client_id: param(200),
-  redirect_uri: param(2000),
-  response_type: param(100),
-  state: param(2000),
-  code_challenge: param(200),
-  code_challenge_method: param(100),
-  scope: param(500),
-});
+// The longest value each parameter may have.
+const MAX_LENGTH = {
+  client_id: 200,
+  redirect_uri: 2000,
+  response_type: 100,
+  state: 2000,
+  code_challenge: 128,
+  code_challenge_method: 100,
+  scope: 500,
+};
+type Parameter = keyof typeof MAX_LENGTH;
+
+// The schema takes any string, or several for a parameter sent twice, so that the handler checks
+// everything (presence, repetition, length) in decisions.md's order: the first failure wins.
+const param = (name: Parameter) =>
+  z.union([z.string(), z.array(z.string())]).optional().describe(`at most ${MAX_LENGTH[name]} characters, sent once`);
+const querySchema = z.object(Object.fromEntries(Object.keys(MAX_LENGTH).map((name) => [name, param(name as Parameter)])) as Record<Parameter, ReturnType<typeof param>>);
 type AuthorizeQuery = z.infer<typeof querySchema>;
 
 const schema = {
@@ -40,8 +45,16 @@ const schema = {
 
 const CODE_CHALLENGE = /^[A-Za-z0-9_-]{43,128}$/;
 
-function required<K extends keyof AuthorizeQuery>(query: AuthorizeQuery, name: K): string {
+/** A parameter sent at most once (RFC 6749 §3.1) and not over-long. */
+function optional(query: AuthorizeQuery, name: Parameter): string | undefined {
   const value = query[name];
+  if (Array.isArray(value)) throw new InvalidRequest(`the ${name} parameter must not be repeated`);
+  if (value !== undefined && value.length > MAX_LENGTH[name]) throw new InvalidRequest(`the ${name} parameter is too long`);
+  return value;
+}
+
+function required(query: AuthorizeQuery, name: Parameter): string {
+  const value = optional(query, name);
   if (!value) throw new InvalidRequest(`the ${name} parameter is required`);
   return value;
 }
@@ -76,7 +89,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     if (required(query, 'code_challenge_method') !== 'S256') {
       throw new InvalidRequest('code_challenge_method must be S256');
     }
-    const scope = parseScope(query.scope).join(' ');
+    const scope = parseScope(optional(query, 'scope')).join(' ');
 
     const created = await store.requests.create(
       {

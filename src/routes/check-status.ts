@@ -56,7 +56,7 @@ const schema = {
 
 /**
  * Holds a long poll: returns the state once its status differs from `before`, once the request
- * expires, when `waitMs` is up, or when the client hangs up.
+ * expires, when `waitMs` is up, when the client hangs up, or when the server shuts down.
  */
 async function awaitChange(
   read: () => Promise<RequestState | undefined>,
@@ -65,15 +65,17 @@ async function awaitChange(
   waitMs: number,
   watch: RequestWatch,
   response: ServerResponse,
+  closing: AbortSignal,
 ) {
   const hungUp = new AbortController();
   response.once('close', () => hungUp.abort());
+  const stop = AbortSignal.any([hungUp.signal, closing]);
   const deadline = Date.now() + waitMs;
   let state = initial;
   while (statusBody(state).status === before && (before === 'pending' || before === 'authenticated')) {
     const left = Math.min(deadline, state.expires_at.getTime() + 50) - Date.now();
-    if (left <= 0 || hungUp.signal.aborted) break;
-    await watch.nextChange(Math.min(left, RECHECK_MS), hungUp.signal);
+    if (left <= 0 || stop.aborted) break;
+    await watch.nextChange(Math.min(left, RECHECK_MS), stop);
     state = (await read()) ?? state;
   }
   return state;
@@ -84,6 +86,10 @@ export default async function checkStatusRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { config, store } = app.services;
   const perIp = app.limiter('check-status-ip', config.rateLimits.checkStatusPerIp, (request) => request.ip);
+  // A shutdown answers held polls at once with the state as it is (the caller asks again, maybe
+  // of another instance), so that draining never waits out a 25 s poll.
+  const closing = new AbortController();
+  app.addHook('preClose', async () => closing.abort());
 
   app.get('/api/check-status', { schema, onRequest: perIp }, async (request, reply) => {
     const { request_id: id, wait = 0, last_status: lastStatus } = request.query;
@@ -93,7 +99,7 @@ export default async function checkStatusRoute(fastify: FastifyInstance) {
       state = await store.requests.get(id);
       if (state && watch) {
         const before = lastStatus ?? statusBody(state).status;
-        state = await awaitChange(() => store.requests.get(id), state, before, wait * 1000, watch, reply.raw);
+        state = await awaitChange(() => store.requests.get(id), state, before, wait * 1000, watch, reply.raw, closing.signal);
       }
     } finally {
       watch?.stop();

@@ -1,27 +1,46 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
-import { liveAccessToken } from '../oauth/access-token.js';
-import { clientAuthentication, tokenRequest } from '../oauth/client-auth.js';
+import { grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
+import { acceptClient, clientBudget, presentedCredentials, tokenRequest } from '../oauth/client-auth.js';
 import { noStore } from '../oauth/no-store.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
+import type { StoredClientCredentials } from '../store/clients.js';
 import { CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
-import type { Services } from '../services.js';
+
+type Credentials = ReturnType<typeof presentedCredentials>;
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 
-async function introspectAccessToken(services: Services, token: string, clientId: string) {
-  const live = await liveAccessToken(services, token);
-  if (!live || live.claims.client_id !== clientId) return undefined;
-  return { active: true as const, ...live.claims, token_type: 'access_token' };
+type Answer = z.infer<typeof introspectionResponse>;
+
+/**
+ * Each reads the asking client together with the token (one round trip) and authenticates the
+ * client before it looks at what was found.
+ */
+async function introspectAccessToken(request: FastifyRequest, { id, secret }: Credentials, token: string): Promise<Answer> {
+  const { services } = request.server;
+  const claims = verifyAccessToken(services, token);
+  let read: { client?: StoredClientCredentials; token?: { agent_id: string } } | undefined;
+  if (id !== undefined) {
+    read = claims?.client_id === id
+      ? await services.store.grants.introspectAccessToken(id, grantIdOf(claims.jti), claims.jti)
+      : { client: await services.store.clients.getWithSecret(id) };
+  }
+  acceptClient(request, secret, read?.client);
+  if (!claims || read?.token?.agent_id !== claims.sub) return { active: false };
+  return { active: true, ...claims, token_type: 'access_token' };
 }
 
 /** A refresh token has no jti; its iat and exp are when it was issued and when it expires. */
-async function introspectRefreshToken(services: Services, token: string, clientId: string) {
-  const live = await services.store.grants.findRefreshToken(sha256(token), clientId);
-  if (!live) return undefined;
+async function introspectRefreshToken(request: FastifyRequest, { id, secret }: Credentials, token: string): Promise<Answer> {
+  const { services } = request.server;
+  const read = id === undefined ? undefined : await services.store.grants.introspectRefreshToken(id, sha256(token));
+  acceptClient(request, secret, read?.client);
+  const live = read?.token;
+  if (!live) return { active: false };
   return {
     active: true as const,
     sub: live.agent_id,
@@ -76,12 +95,15 @@ const schema = {
 export default async function introspectRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
-  await app.register(clientAuthentication);
+  await app.register(clientBudget);
 
   app.post('/introspect', { schema }, async (request) => {
+    const credentials = presentedCredentials(request);
     const { token } = request.body;
+    const introspect = token && isRefreshTokenFormat(token) ? introspectRefreshToken : introspectAccessToken;
+    const answer = await introspect(request, credentials, token ?? '');
+    // Checked after client authentication, as on the other client endpoints.
     if (!token) throw new InvalidRequest('token is required');
-    const introspect = isRefreshTokenFormat(token) ? introspectRefreshToken : introspectAccessToken;
-    return (await introspect(app.services, token, request.client.client_id)) ?? { active: false };
+    return answer;
   });
 }

@@ -47,7 +47,7 @@ export default async function revokeRoutes(fastify: FastifyInstance) {
       if (revoked) logAudit(request.log, 'revoked', revoked);
     } else {
       // An expired or forged token needs no revoking; a live one is refused until it would expire.
-      const claims = await verifyAccessToken(app.services, token);
+      const claims = verifyAccessToken(app.services, token);
       if (claims?.client_id === clientId) {
         await grants.revokeAccessToken(claims.jti, new Date(claims.exp * 1000));
         logAudit(request.log, 'revoked', { client_id: clientId, agent_id: claims.sub, model: claims.model, reason: 'client_revocation' });

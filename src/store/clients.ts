@@ -10,9 +10,14 @@ export interface Client {
   updated_at: Date;
 }
 
-export interface ClientWithSecretHash extends Client {
+/** What client authentication reads; never leaves the server. */
+export interface StoredClientCredentials {
+  client_id: string;
   secret_hash: string;
+  active: boolean;
 }
+
+export interface ClientWithSecretHash extends Client, StoredClientCredentials {}
 
 const COLUMNS = 'id AS client_id, name, redirect_uris, active, created_at, updated_at';
 
