@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { RequestState } from './store/requests.js';
 
 /** Every event of the audit log (table audit_events, migrations/003), in the order a sign-in meets them. */
@@ -46,9 +46,12 @@ export function logAudit(log: FastifyBaseLogger, event: AuditEvent, fields: Audi
   log[level]({ audit: { event, ...fields } }, 'audit');
 }
 
-/** The `expired` line, once: when the read that noticed a request's expiry recorded it. */
-export function logExpiry(log: FastifyBaseLogger, request: RequestState): void {
-  if (request.newly_expired) {
-    logAudit(log, 'expired', { request_id: request.id, client_id: request.client_id, agent_id: request.agent_id, model: request.model });
-  }
+/**
+ * The `expired` line and the expired sign-in counted, once per sign-in: by the read that noticed
+ * its expiry and recorded it (however often the expiry is reported afterwards).
+ */
+export function noteExpiry(request: FastifyRequest, state: RequestState): void {
+  if (!state.newly_expired) return;
+  request.server.services.metrics.signIns.inc({ stage: 'expired' });
+  logAudit(request.log, 'expired', { request_id: state.id, client_id: state.client_id, agent_id: state.agent_id, model: state.model });
 }

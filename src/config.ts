@@ -90,6 +90,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.JWT_SECRET && e.JWT_SECRETS) {
     throw new ConfigError('invalid configuration: set JWT_SECRET or JWT_SECRETS, not both');
   }
+  if (e.DATA_DIR === 'memory' && !e.ADMIN_TOKEN) {
+    throw new ConfigError('invalid configuration: ADMIN_TOKEN must be set with DATA_DIR=memory (a generated one would be kept nowhere)');
+  }
   return {
     port: e.PORT,
     host: e.HOST,

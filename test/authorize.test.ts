@@ -269,6 +269,7 @@ describe(`POST /api/agent/authenticate and GET /api/check-status (${storeName})`
     expect(res.json()).toEqual({ error: 'not_found', error_description: 'the authorization request does not exist' });
     const status = await checkStatus(server, 'req_nope');
     expect(status.statusCode).toBe(404);
+    expect(status.headers['cache-control']).toBe('no-store');
     expect(status.json()).toEqual({ error: 'not_found', error_description: 'the authorization request does not exist' });
   });
 
@@ -288,9 +289,16 @@ describe(`POST /api/agent/authenticate and GET /api/check-status (${storeName})`
     const other = await server.createAgent();
     const second = await agentAuthenticate(server, { request_id: requestId, agent_id: other.agent_id, agent_secret: other.agent_secret });
     expect(second.statusCode).toBe(409);
-    expect(second.json()).toEqual({ error: 'request_already_authenticated', error_description: expect.any(String) });
-    const { rows } = await server.services.db.query<{ agent_id: string }>('SELECT agent_id FROM auth_requests WHERE id = $1', [requestId]);
-    expect(rows[0].agent_id).toBe(agent.agent_id);
+    expect(second.json()).toEqual({ error: 'request_already_authenticated', error_description: 'another agent has already authenticated this request' });
+    // The same agent again, reporting another model: a conflict too, and the answer says which.
+    const otherModel = await agentAuthenticate(server, { ...body, model: 'another-model' });
+    expect(otherModel.statusCode).toBe(409);
+    expect(otherModel.json()).toEqual({
+      error: 'request_already_authenticated',
+      error_description: 'this agent has already authenticated this request with another model',
+    });
+    const { rows } = await server.services.db.query<{ agent_id: string; model: string }>('SELECT agent_id, model FROM auth_requests WHERE id = $1', [requestId]);
+    expect(rows[0]).toEqual({ agent_id: agent.agent_id, model: 'test-model-1' });
   });
 });
 

@@ -163,6 +163,16 @@ describe(`a real browser signs in (${storeName})`, { timeout: 60_000 }, () => {
     await context.close();
   });
 
+  it('stops waiting and says so when the request is gone (purged)', async () => {
+    const { context, page } = await openBrowser();
+    await clickSignIn(page, site, server);
+    const requestId = (await page.locator('meta[name="request-id"]').getAttribute('content'))!;
+    await server.services.db.query('DELETE FROM auth_requests WHERE id = $1', [requestId]);
+    await page.locator('#error-code').waitFor({ timeout: 15_000 });
+    expect(await page.locator('#error-code').textContent()).toBe('not_found');
+    await context.close();
+  });
+
   it('without JavaScript, the noscript refresh gets the browser to the callback', async () => {
     const { context, page, problems } = await openBrowser({ javaScriptEnabled: false });
     const state = await clickSignIn(page, site, server);

@@ -120,4 +120,13 @@ describe(`client endpoints per client_id (${storeName})`, () => {
     const other = await server.createClient();
     expect((await post('/introspect', { client_id: other.client_id, client_secret: other.client_secret, token: 'x' })).statusCode).toBe(200);
   });
+
+  it('counts requests that name no client (or a malformed one) by address', async () => {
+    const post = (url: string, headers: Record<string, string> = {}) =>
+      server.app.inject({ method: 'POST', url, remoteAddress: '10.9.8.7', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: 'token=x' });
+    expect((await post('/token')).statusCode).toBe(401);
+    expect((await post('/introspect', { authorization: 'Basic !!!' })).statusCode).toBe(400);
+    expect((await post('/revoke')).statusCode).toBe(401);
+    expectLimited(await post('/introspect'));
+  });
 });

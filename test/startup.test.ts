@@ -121,6 +121,12 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
       });
     });
 
+    it('refuses DATA_DIR=memory without ADMIN_TOKEN: a generated token would be kept nowhere', async () => {
+      const res = await finished(spawnSource('src/main.ts', [], { DATA_DIR: 'memory', PORT: '0', ADMIN_PORT: '0' }));
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/^agent-auth: invalid configuration: ADMIN_TOKEN must be set with DATA_DIR=memory[^\n]*\n$/);
+    });
+
     it('serves, then exits 0 within 10 s of SIGTERM', async () => {
       const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
       const { child, exit, url } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn' });

@@ -8,11 +8,11 @@ export function adminTokenPath(dataDir: string): string {
 
 /**
  * ADMIN_TOKEN when set; otherwise the token kept in `$DATA_DIR/admin-token`, created (mode 0600)
- * on first start so that the CLI on the same machine can pick it up.
+ * on first start so that the CLI on the same machine can pick it up. (With DATA_DIR=memory the
+ * configuration requires ADMIN_TOKEN.)
  */
 export function resolveAdminToken(configured: string | undefined, dataDir: string): string {
   if (configured) return configured;
-  if (dataDir === 'memory') return generateSecret('aa_admin');
   const file = adminTokenPath(dataDir);
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   mkdirSync(dataDir, { recursive: true });

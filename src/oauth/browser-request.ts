@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { logExpiry } from '../audit.js';
+import { noteExpiry } from '../audit.js';
 import { safeEqual, sha256 } from '../crypto/secrets.js';
 import { InvalidRequest, NotFound, OAuthError, RequestExpired } from '../errors.js';
 import type { RequestDetails } from '../store/requests.js';
@@ -32,7 +32,7 @@ export function finalStateError(details: RequestDetails): OAuthError | undefined
 export async function loadBrowserRequest(store: Store, request: FastifyRequest, requestId: string): Promise<BrowserRequest> {
   const details = await store.requests.getDetails(requestId);
   if (!details) throw new NotFound('the authorization request does not exist');
-  logExpiry(request.log, details);
+  noteExpiry(request, details);
   const final = finalStateError(details);
   if (final) throw final;
   const secret = browserSecret(request);

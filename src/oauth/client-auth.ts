@@ -80,13 +80,18 @@ async function authenticateClient(request: FastifyRequest) {
   acceptClient(request, secret, id ? await request.server.services.store.clients.getWithSecret(id) : undefined);
 }
 
-/** The client id a request claims, for rate limiting before (and whether or not) it authenticates. */
-function claimedClientId(request: FastifyRequest): string | undefined {
+/**
+ * The client id a request claims, for rate limiting before (and whether or not) it authenticates;
+ * a request that claims none is counted by its address instead, so leaving the id out buys nothing.
+ */
+function claimedClientId(request: FastifyRequest): string {
+  let claimed: string | undefined;
   try {
-    return basicCredentials(request.headers.authorization)?.id ?? (request.body as { client_id?: string }).client_id;
+    claimed = basicCredentials(request.headers.authorization)?.id ?? (request.body as { client_id?: string }).client_id;
   } catch {
-    return undefined;
+    // A malformed Basic header claims no one.
   }
+  return claimed ? `client:${claimed}` : `ip:${request.ip}`;
 }
 
 /**

@@ -52,9 +52,7 @@ export function toOAuthError(err: FastifyError, request: FastifyRequest): OAuthE
 }
 
 export async function sendError(error: OAuthError, request: FastifyRequest, reply: FastifyReply, html: boolean) {
-  const { failures, signIns } = request.server.services.metrics;
-  failures.inc({ error: error.error, route: routeLabel(request) });
-  if (error.error === 'request_expired') signIns.inc({ stage: 'expired' });
+  request.server.services.metrics.failures.inc({ error: error.error, route: routeLabel(request) });
   reply.code(error.statusCode).headers(error.headers);
   if (html) {
     return reply.view('error.eta', { error: error.error, description: error.description, nonce: reply.cspNonce });

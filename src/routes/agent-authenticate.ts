@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { logAudit, logExpiry, type AuthenticationFailure } from '../audit.js';
+import { logAudit, noteExpiry, type AuthenticationFailure } from '../audit.js';
 import { verifySecret } from '../crypto/secrets.js';
 import { Conflict, InvalidCredentials, NotFound, OAuthError, RequestExpired } from '../errors.js';
 import { errorResponses, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
@@ -67,7 +67,7 @@ export default async function agentAuthenticateRoute(fastify: FastifyInstance) {
     if (!authenticated) {
       const current = await store.requests.get(requestId);
       if (!current) throw await refuse('request_not_found', new NotFound('the authorization request does not exist'));
-      logExpiry(request.log, current);
+      noteExpiry(request, current);
       const sameCall = current.agent_id === agentId && current.model === model;
       // Repeating a successful call is harmless (the agent may not have seen our first answer).
       if (sameCall && (current.status === 'authenticated' || current.status === 'completed') && !current.expired) {
@@ -77,7 +77,8 @@ export default async function agentAuthenticateRoute(fastify: FastifyInstance) {
       if (current.status === 'error') {
         throw await refuse('request_denied', new OAuthError(current.error ?? 'access_denied', 'this sign-in was denied', 403));
       }
-      throw await refuse('request_taken', new Conflict('request_already_authenticated', 'another agent has already authenticated this request'));
+      const taken = current.agent_id === agentId ? 'this agent has already authenticated this request with another model' : 'another agent has already authenticated this request';
+      throw await refuse('request_taken', new Conflict('request_already_authenticated', taken));
     }
     app.services.metrics.signIns.inc({ stage: 'authenticated' });
     logAudit(request.log, 'agent_authenticated', { ...who, client_id: authenticated.client_id });

@@ -2,9 +2,10 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { logExpiry } from '../audit.js';
+import { noteExpiry } from '../audit.js';
 import { NotFound } from '../errors.js';
 import type { RequestWatch } from '../events/request-changes.js';
+import { noStore } from '../oauth/no-store.js';
 import { errorResponses, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import type { RequestState } from '../store/requests.js';
 import { requestIdSchema } from './authorize-complete.js';
@@ -56,7 +57,7 @@ const schema = {
 
 /**
  * Holds a long poll: returns the state once its status differs from `before`, once the request
- * expires, when `waitMs` is up, when the client hangs up, or when the server shuts down.
+ * expires or is gone, when `waitMs` is up, when the client hangs up, or when the server shuts down.
  */
 async function awaitChange(
   read: () => Promise<RequestState | undefined>,
@@ -71,12 +72,13 @@ async function awaitChange(
   response.once('close', () => hungUp.abort());
   const stop = AbortSignal.any([hungUp.signal, closing]);
   const deadline = Date.now() + waitMs;
-  let state = initial;
-  while (statusBody(state).status === before && (before === 'pending' || before === 'authenticated')) {
+  let state: RequestState | undefined = initial;
+  while (state && statusBody(state).status === before && (before === 'pending' || before === 'authenticated')) {
     const left = Math.min(deadline, state.expires_at.getTime() + 50) - Date.now();
     if (left <= 0 || stop.aborted) break;
     await watch.nextChange(Math.min(left, RECHECK_MS), stop);
-    state = (await read()) ?? state;
+    // Undefined once the request is gone (purged or its client deleted): the caller hears 404.
+    state = await read();
   }
   return state;
 }
@@ -91,7 +93,7 @@ export default async function checkStatusRoute(fastify: FastifyInstance) {
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
 
-  app.get('/api/check-status', { schema, onRequest: perIp }, async (request, reply) => {
+  app.get('/api/check-status', { schema, onRequest: [noStore, perIp] }, async (request, reply) => {
     const { request_id: id, wait = 0, last_status: lastStatus } = request.query;
     const watch = wait > 0 ? app.services.requestChanges.watch(id) : undefined;
     let state: RequestState | undefined;
@@ -105,9 +107,7 @@ export default async function checkStatusRoute(fastify: FastifyInstance) {
       watch?.stop();
     }
     if (!state) throw new NotFound('the authorization request does not exist');
-    logExpiry(request.log, state);
-    if (state.expired) app.services.metrics.signIns.inc({ stage: 'expired' });
-    reply.header('cache-control', 'no-store');
+    noteExpiry(request, state);
     return statusBody(state);
   });
 }
