@@ -34,8 +34,6 @@ export interface AuditFields {
   grant_id?: string | null;
   model?: string | null;
   reason?: string | null;
-  /** How many grants an operator's revocation ended. */
-  count?: number;
 }
 
 /**
@@ -44,6 +42,12 @@ export interface AuditFields {
  */
 export function logAudit(log: FastifyBaseLogger, event: AuditEvent, fields: AuditFields, level: 'info' | 'warn' = 'info'): void {
   log[level]({ audit: { event, ...fields } }, 'audit');
+}
+
+/** A replayed code or reused refresh token revoked `grant`: the two lines, as the table has two rows. */
+export function logReuse(log: FastifyBaseLogger, grant: AuditFields): void {
+  logAudit(log, 'reuse_detected', grant, 'warn');
+  logAudit(log, 'revoked', grant, 'warn');
 }
 
 /**

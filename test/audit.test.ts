@@ -149,16 +149,27 @@ describe(`audit log (${storeName})`, () => {
       ['revoked', 'code_replay'],
     ]);
 
-    const reuseLines = auditLines().filter((l) => l.event === 'reuse_detected' && l.client_id === client.client_id);
-    expect(reuseLines.map((l) => l.reason)).toEqual(['refresh_token_reuse', 'code_replay']);
+    // The log lines match the table's rows: reuse_detected, then revoked, for each.
+    const reuseLines = auditLines().filter((l) => ['reuse_detected', 'revoked'].includes(l.event) && l.client_id === client.client_id);
+    expect(reuseLines.map((l) => [l.event, l.reason])).toEqual([
+      ['reuse_detected', 'refresh_token_reuse'],
+      ['revoked', 'refresh_token_reuse'],
+      ['reuse_detected', 'code_replay'],
+      ['revoked', 'code_replay'],
+    ]);
   });
 
   it('records operator revocations with their level as the reason', async () => {
     const { client, agent, code, verifier, requestId } = await signInToCode(server);
     await exchangeCode(server, client, code, verifier);
-    expect((await server.adminCall('POST', `/admin/agents/${agent.agent_id}/revoke-grants`)).json).toEqual({ revoked: 1 });
+    const other = await signInToCode(server, { agent });
+    await exchangeCode(server, other.client, other.code, other.verifier);
+    expect((await server.adminCall('POST', `/admin/agents/${agent.agent_id}/revoke-grants`)).json).toEqual({ revoked: 2 });
     expect((await trail(requestId)).at(-1)).toMatchObject({ event: 'revoked', reason: 'admin_agent', agent_id: agent.agent_id });
-    expect(auditLines().at(-1)).toMatchObject({ event: 'revoked', agent_id: agent.agent_id, reason: 'admin_agent', count: 1 });
+    // One line per grant, as one row per grant, each naming its grant and website.
+    const lines = auditLines().slice(-2);
+    expect(lines.map((l) => l.client_id).sort()).toEqual([client.client_id, other.client.client_id].sort());
+    for (const line of lines) expect(line).toMatchObject({ event: 'revoked', agent_id: agent.agent_id, reason: 'admin_agent', grant_id: expect.stringMatching(/^grant_/) });
   });
 
   it('records an expiry once, when it is first noticed, and keeps the check-status answer', async () => {

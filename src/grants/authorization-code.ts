@@ -1,4 +1,4 @@
-import { logAudit } from '../audit.js';
+import { logAudit, logReuse } from '../audit.js';
 import { generateId, sha256 } from '../crypto/secrets.js';
 import { InvalidGrant, InvalidRequest } from '../errors.js';
 import { newRefreshToken } from '../oauth/refresh-token.js';
@@ -36,7 +36,7 @@ export const authorizationCodeGrant: GrantHandler = async (request, body) => {
   if (!redeemed) {
     // A replayed code: its grant is revoked (the audit trigger records reuse_detected and revoked).
     const revoked = await services.store.grants.revokeIfSpent('code', codeHash);
-    if (revoked) logAudit(request.log, 'reuse_detected', revoked, 'warn');
+    if (revoked) logReuse(request.log, revoked);
     throw new InvalidGrant('the authorization code is invalid, expired or already used');
   }
   if (!redeemed.agent_active) throw new InvalidGrant('the agent of this authorization is no longer active');

@@ -1,4 +1,4 @@
-import { logAudit } from '../audit.js';
+import { logAudit, logReuse } from '../audit.js';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
 import { newRefreshToken } from '../oauth/refresh-token.js';
@@ -35,7 +35,7 @@ export const refreshTokenGrant: GrantHandler = async (request, body) => {
     }
     // A reused refresh token: its family is revoked (the audit trigger records reuse_detected and revoked).
     const revoked = await grants.revokeIfSpent('refresh_token', tokenHash);
-    if (revoked) logAudit(request.log, 'reuse_detected', revoked, 'warn');
+    if (revoked) logReuse(request.log, revoked);
     throw new InvalidGrant('the refresh token is invalid, expired or revoked');
   }
   logAudit(request.log, 'refreshed', { grant_id: grant.grant_id, client_id: grant.client_id, agent_id: grant.agent_id, model: grant.model });

@@ -1,5 +1,5 @@
 import type { Db } from '../db/types.js';
-import { GRANT_JOINS, LIVE_GRANT } from './grants.js';
+import { GRANT_JOINS, LIVE_GRANT, REVOKED_COLUMNS, type RevokedGrant } from './grants.js';
 
 /** One sign-in of one agent at one website, as its owner and the operators see it. */
 export interface GrantRecord {
@@ -85,16 +85,17 @@ export function createGrantAdminStore(db: Db) {
     /**
      * Revokes every unrevoked grant at that level in one statement: their refresh tokens stop at
      * once, and so do their access tokens, whose every check reads the grant. The audit trigger
-     * records each. Undefined when the grant, agent, user (by email) or client does not exist.
+     * records each. Returns the grants it revoked; undefined when the grant, agent, user (by email)
+     * or client does not exist.
      */
-    async revoke(level: RevocationLevel, key: string): Promise<number | undefined> {
+    async revoke(level: RevocationLevel, key: string): Promise<RevokedGrant[] | undefined> {
       const { owner, column } = LEVELS[level];
-      const { rows } = await db.query<{ found: boolean; revoked: number }>(
+      const { rows } = await db.query<{ found: boolean; revoked: RevokedGrant[] }>(
         `WITH owner AS (${owner}), revoked AS (
            UPDATE grants SET revoked_at = now(), revoked_reason = $2
-           WHERE revoked_at IS NULL AND ${column} IN (SELECT id FROM owner) RETURNING 1
+           WHERE revoked_at IS NULL AND ${column} IN (SELECT id FROM owner) RETURNING ${REVOKED_COLUMNS}
          )
-         SELECT EXISTS (SELECT 1 FROM owner) AS found, (SELECT count(*)::int FROM revoked) AS revoked`,
+         SELECT EXISTS (SELECT 1 FROM owner) AS found, coalesce((SELECT json_agg(revoked) FROM revoked), '[]'::json) AS revoked`,
         [key, `admin_${level}`],
       );
       return rows[0].found ? rows[0].revoked : undefined;

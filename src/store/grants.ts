@@ -42,7 +42,7 @@ export interface RevokedGrant {
   model: string;
   reason: string;
 }
-const REVOKED_COLUMNS = 'id AS grant_id, client_id, agent_id, model, revoked_reason AS reason';
+export const REVOKED_COLUMNS = 'id AS grant_id, client_id, agent_id, model, revoked_reason AS reason';
 
 export interface ActiveAccessGrant {
   client_id: string;
