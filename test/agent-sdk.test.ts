@@ -20,6 +20,15 @@ import { storeName } from './helpers/database.js';
 import { authorizeUrl, pkce } from './helpers/flow.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
+describe('the package export agent-auth/agent', () => {
+  it('resolves through package.json exports to the built SDK, with everything the source exports', async () => {
+    const source = await import('../src/agent/index.js');
+    const published = await import('agent-auth/agent');
+    expect(Object.keys(published).sort()).toEqual(Object.keys(source).sort());
+    expect(typeof published.AgentAuthClient).toBe('function');
+  });
+});
+
 describe('findRequestId', () => {
   it('reads the meta tag, whatever the attribute order and quoting', () => {
     expect(findRequestId('<head><meta name="request-id" content="req_abc"></head>')).toBe('req_abc');

@@ -4,7 +4,7 @@
  * request id off agent-auth's page, authenticate on the back channel and wait for the sign-in.
  */
 import { chromium } from 'playwright-core';
-import { AgentAuthClient } from '../../src/agent/index.js';
+import { AgentAuthClient } from 'agent-auth/agent';
 
 export interface AgentOptions {
   websiteUrl: string;
