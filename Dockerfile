@@ -33,4 +33,6 @@ EXPOSE 3000 3001
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
 # Migrations run at start; SIGTERM drains requests and closes the store within 10 s.
-CMD ["node", "dist/main.js"]
+# The V8 flags are npm start's: a smaller young generation and a slower-growing heap keep the
+# resident size near 110 MB under load instead of 190 MB, at no measurable CPU cost (bench/README.md).
+CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "dist/main.js"]

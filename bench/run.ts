@@ -72,6 +72,14 @@ const PEER_NOTE =
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
+/** Our server runs as `npm start` runs it: node with the start script's flags, on the build in dist/. */
+function serverArgs(): string[] {
+  const { scripts } = JSON.parse(readFileSync(`${serverDir}package.json`, 'utf8')) as { scripts: { start: string } };
+  const [node, ...rest] = scripts.start.split(/\s+/);
+  if (node !== 'node') throw new Error(`unexpected start script: ${scripts.start}`);
+  return rest.map((arg) => (arg.startsWith('dist/') ? `${serverDir}${arg}` : arg));
+}
+
 function tsxProcess(name: string, file: string, env: Record<string, string>, port: number) {
   return startProcess(name, process.execPath, ['--import', 'tsx', `${root}${file}`], { PEER_PORT: String(port), ...env }, `http://127.0.0.1:${port}/`);
 }
@@ -118,7 +126,7 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
   const server = await startProcess(
     'ours',
     process.execPath,
-    [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), `${serverDir}dist/main.js`],
+    [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...serverArgs()],
     ourEnv(PORTS.ours, PORTS.oursAdmin, location),
     `http://127.0.0.1:${PORTS.ours}/healthz`,
   );
@@ -185,7 +193,7 @@ async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
     for (const [i, name] of (['empty', 'large'] as const).entries()) {
       const port = PORTS.large + 2 * i;
       const location = store.location(name);
-      const server = await startProcess(name, process.execPath, [`${serverDir}dist/main.js`], ourEnv(port, port + 1, location), `http://127.0.0.1:${port}/healthz`);
+      const server = await startProcess(name, process.execPath, serverArgs(), ourEnv(port, port + 1, location), `http://127.0.0.1:${port}/healthz`);
       servers.push({ name, server, base: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${port + 1}`, url: location.url! });
     }
     log(`  seeding ${largeRows.toLocaleString('en')} refresh tokens and past requests`);

@@ -105,7 +105,9 @@ describe('Dockerfile', () => {
     const healthcheck = runtimeOps('HEALTHCHECK');
     expect(healthcheck).toHaveLength(1);
     expect(healthcheck[0].args).toMatch(/CMD node -e .*\/healthz/);
-    expect(JSON.parse(runtimeOps('CMD').at(-1)!.args)).toEqual(['node', 'dist/main.js']);
+    // The container starts the server as npm start does, with the same V8 flags.
+    const start = (JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start;
+    expect(JSON.parse(runtimeOps('CMD').at(-1)!.args)).toEqual(start.split(' '));
   });
 
   it('ships the compiled server, templates, migrations and production dependencies', () => {
@@ -309,8 +311,10 @@ interface Started {
   exited: Promise<number | null>;
 }
 
+/** The image's CMD, as the container would run it. */
 function runImageCommand(cwd: string, env: Record<string, string>): Started {
-  const child = spawn(process.execPath, ['dist/main.js'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const [, ...args] = JSON.parse(runtimeOps('CMD').at(-1)!.args) as string[];
+  const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
