@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from './helpers/database.js';
-import { basicAuth, introspect, issueTokens, postForm, refresh, revoke, userinfo } from './helpers/codes.js';
+import { basicAuth, introspect, issueTokens, postForm, refresh, revoke, userinfo, type Credentials } from './helpers/codes.js';
 import { ISSUER, startTestServer, type TestServer } from './helpers/server.js';
 
 describe(`POST /introspect and POST /revoke (${storeName})`, () => {
@@ -151,6 +151,37 @@ describe(`POST /introspect and POST /revoke (${storeName})`, () => {
       expect((await userinfo(server, access_token)).statusCode).toBe(200);
     });
   });
+
+  it.each(['/introspect', '/revoke'])(
+    '%s answers an unknown client, an inactive client and a wrong secret alike, by body and by Basic, whatever the token',
+    async (url) => {
+      const live = await issueTokens(server);
+      const inactive = await issueTokens(server);
+      await server.adminCall('PATCH', `/admin/clients/${inactive.client.client_id}`, { active: false });
+      const answers = [];
+      // Access token, refresh token and garbage each take their own path to the client's row (src/routes/introspect.ts).
+      for (const kind of ['access_token', 'refresh_token', 'garbage'] as const) {
+        const tokenOf = (issued: typeof live) => (kind === 'garbage' ? 'garbage' : issued[kind]);
+        const failures: [Credentials, string][] = [
+          [{ client_id: 'client_unknown', client_secret: live.client.client_secret }, tokenOf(live)],
+          [inactive.client, tokenOf(inactive)],
+          [{ client_id: live.client.client_id, client_secret: `${live.client.client_secret}x` }, tokenOf(live)],
+        ];
+        for (const [{ client_id, client_secret }, token] of failures) {
+          answers.push(await postForm(server, url, { token, client_id, client_secret }));
+          answers.push(await postForm(server, url, { token }, { authorization: basicAuth({ client_id, client_secret }) }));
+        }
+      }
+      // Status, header and body, byte for byte.
+      expect(new Set(answers.map((res) => JSON.stringify([res.statusCode, res.headers['www-authenticate'], res.body]))).size).toBe(1);
+      expect(answers[0].statusCode).toBe(401);
+      expect(answers[0].headers['www-authenticate']).toMatch(/^Basic /);
+      expect(answers[0].json()).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
+      // Nothing was revoked: the live client's tokens still work.
+      expect((await introspect(server, live.client, live.access_token)).json().active).toBe(true);
+      expect((await introspect(server, live.client, live.refresh_token)).json().active).toBe(true);
+    },
+  );
 
   it('answers bad bodies on both endpoints with a 4xx in the OAuth error format, never a 5xx', async () => {
     const client = await server.createClient();

@@ -1,9 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { purgeExpired } from '../src/jobs/purge.js';
+import { purgeExpired, schedulePurge } from '../src/jobs/purge.js';
+import type { Db } from '../src/db/types.js';
 import { issueTokens, revoke } from './helpers/codes.js';
 import { storeName } from './helpers/database.js';
-import { startAuthorize } from './helpers/flow.js';
+import { setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe(`purging expired rows (${storeName})`, () => {
   let server: TestServer;
@@ -63,4 +66,74 @@ describe(`purging expired rows (${storeName})`, () => {
     // a second run finds nothing more
     expect(Object.values(await purgeExpired(db, { auditRetentionDays: 30 })).every((n) => n === 0)).toBe(true);
   });
+});
+
+describe(`the purge schedule (${storeName})`, () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  /**
+   * The test server's store with every statement held back `delayMs` first, so that one purge
+   * run (several statements) takes longer than a 1 s interval; counts statements, and how many
+   * are under way at once.
+   */
+  function slowStore(delayMs: number) {
+    const { db } = server.services;
+    const seen = { statements: 0, underWay: 0, mostAtOnce: 0 };
+    const query = async (sql: string, params?: unknown[]) => {
+      seen.statements++;
+      seen.mostAtOnce = Math.max(seen.mostAtOnce, ++seen.underWay);
+      try {
+        await sleep(delayMs);
+        return await db.query(sql, params);
+      } finally {
+        seen.underWay--;
+      }
+    };
+    return { db: { ...db, query: query as Db['query'] }, seen };
+  }
+
+  /** A new authorization request, expired long enough ago to be purged. */
+  async function abandonedRequest() {
+    const { requestId } = await startAuthorize(server, await server.createClient());
+    await setRequestExpiry(server, requestId, -2 * 3600);
+    return requestId;
+  }
+  const exists = async (requestId: string) =>
+    (await server.services.db.query('SELECT 1 FROM auth_requests WHERE id = $1', [requestId])).rows.length > 0;
+  async function until(fn: () => Promise<boolean>, ms = 30000) {
+    const end = Date.now() + ms;
+    while (Date.now() < end) {
+      if (await fn()) return true;
+      await sleep(100);
+    }
+    return false;
+  }
+
+  it('purges on its schedule, one run at a time however long a run takes, and not at all once stopped', async () => {
+    const { db, seen } = slowStore(200);
+    const first = await abandonedRequest();
+    const stop = schedulePurge(db, 1, { auditRetentionDays: 30, log: server.app.log });
+    try {
+      expect(await until(async () => !(await exists(first)))).toBe(true);
+      // Aged after the first run deleted from auth_requests: only a later run can take it.
+      const second = await abandonedRequest();
+      expect(await until(async () => !(await exists(second)))).toBe(true);
+    } finally {
+      await stop();
+    }
+    // Stopping waited for the run under way, and runs never overlapped.
+    expect(seen.underWay).toBe(0);
+    expect(seen.mostAtOnce).toBe(1);
+
+    // Stopped (as server close stops it): two intervals later nothing more ran.
+    const statements = seen.statements;
+    const third = await abandonedRequest();
+    await sleep(2500);
+    expect(seen.statements).toBe(statements);
+    expect(await exists(third)).toBe(true);
+  }, 60000);
 });

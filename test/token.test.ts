@@ -1,9 +1,9 @@
-import { decodeJwt, decodeProtectedHeader, SignJWT } from 'jose';
+import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyringFrom } from '../src/crypto/keys.js';
 import { storeName } from './helpers/database.js';
-import { basicAuth, exchangeCode, insertCode, introspect, issueTokens, postForm, refresh, userinfo } from './helpers/codes.js';
-import { signInToCode } from './helpers/flow.js';
+import { basicAuth, exchangeCode, insertCode, introspect, issueTokens, postForm, refresh, userinfo, type Credentials } from './helpers/codes.js';
+import { authorizeUrl, pkce, signInToCode, startAuthorize } from './helpers/flow.js';
 import { ISSUER, startTestServer, type TestServer } from './helpers/server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -70,6 +70,10 @@ describe(`POST /token (${storeName})`, () => {
       });
       expect(Math.abs((claims.iat as number) - Date.now() / 1000)).toBeLessThan(10);
       expect(JSON.stringify(claims)).not.toContain(agent.email);
+      // A website that validates locally with the shared secret, here with jose, accepts it.
+      const secret = new TextEncoder().encode('test-jwt-secret-that-is-at-least-32-bytes-long');
+      const verified = await jwtVerify(access_token, secret, { algorithms: ['HS256'], typ: 'at+jwt', issuer: ISSUER, audience: client.client_id });
+      expect(verified.payload).toEqual(claims);
     });
 
     it('refuses a wrong code_verifier with invalid_grant, and the code is spent', async () => {
@@ -355,15 +359,18 @@ describe(`POST /token (${storeName})`, () => {
 describe(`access token lifetime and key rotation (${storeName})`, () => {
   const OLD = 'old-jwt-secret-that-is-at-least-32-bytes-long!';
   const NEW = 'new-jwt-secret-that-is-at-least-32-bytes-long!';
+  // iat is in whole seconds, so a token is good for at least TTL - 1 seconds: room for the checks
+  // that it works before it expires, even on a busy machine.
+  const TTL = 5;
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ ACCESS_TOKEN_TTL_SECONDS: 1, JWT_SECRET: undefined, JWT_SECRETS: `${NEW},${OLD}` });
+    server = await startTestServer({ ACCESS_TOKEN_TTL_SECONDS: TTL, JWT_SECRET: undefined, JWT_SECRETS: `${NEW},${OLD}` });
   });
   afterAll(() => server.close());
 
   it('signs new tokens with the first secret and still verifies tokens signed with an older one', async () => {
     const issued = await issueTokens(server);
-    expect(issued.expires_in).toBe(1);
+    expect(issued.expires_in).toBe(TTL);
     expect(decodeProtectedHeader(issued.access_token).kid).toBe(keyringFrom([NEW]).current.kid);
 
     const claims = decodeJwt(issued.access_token);
@@ -383,11 +390,103 @@ describe(`access token lifetime and key rotation (${storeName})`, () => {
   it('refuses an access token once it has expired', async () => {
     const issued = await issueTokens(server);
     expect((await userinfo(server, issued.access_token)).statusCode).toBe(200);
-    await sleep(2100);
+    const { iat, exp } = decodeJwt(issued.access_token) as { iat: number; exp: number };
+    expect(exp - iat).toBe(TTL);
+    // Refused from its exp on, however long the steps above took.
+    await sleep(Math.max(0, exp * 1000 - Date.now()) + 100);
     expect((await userinfo(server, issued.access_token)).statusCode).toBe(401);
     expect((await introspect(server, issued.client, issued.access_token)).json()).toEqual({ active: false });
     // The refresh token still gets a fresh one.
     const renewed = await refresh(server, issued.client, issued.refresh_token);
     expect((await userinfo(server, renewed.json().access_token)).statusCode).toBe(200);
+  });
+});
+
+describe(`POST /token gives client enumeration nothing (${storeName})`, () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  /** The grant-specific fields of a request that `client` may make: its own code, or its own refresh token. */
+  async function grantFields(grantType: string, client: Credentials & { redirect_uris: string[] }): Promise<Record<string, string>> {
+    if (grantType === 'refresh_token') return { grant_type: grantType, refresh_token: (await issueTokens(server, { client })).refresh_token };
+    const agent = await server.createAgent();
+    const { code, verifier } = await insertCode(server.services, { clientId: client.client_id, agentId: agent.agent_id, redirectUri: client.redirect_uris[0] });
+    return { grant_type: grantType, code, code_verifier: verifier, redirect_uri: client.redirect_uris[0] };
+  }
+
+  it.each(['authorization_code', 'refresh_token'])(
+    'answers an unknown client, an inactive client and a wrong secret alike, by body and by Basic (%s)',
+    async (grantType) => {
+      const live = await server.createClient();
+      const inactive = await server.createClient();
+      const liveFields = await grantFields(grantType, live);
+      const inactiveFields = await grantFields(grantType, inactive);
+      await server.adminCall('PATCH', `/admin/clients/${inactive.client_id}`, { active: false });
+
+      const failures: [Record<string, string>, Credentials][] = [
+        [liveFields, { client_id: 'client_unknown', client_secret: live.client_secret }],
+        [inactiveFields, inactive],
+        [liveFields, { client_id: live.client_id, client_secret: `${live.client_secret}x` }],
+      ];
+      const answers = [];
+      for (const [fields, { client_id, client_secret }] of failures) {
+        answers.push(await postForm(server, '/token', { ...fields, client_id, client_secret }));
+        answers.push(await postForm(server, '/token', fields, { authorization: basicAuth({ client_id, client_secret }) }));
+      }
+      // Status, header and body, byte for byte.
+      expect(new Set(answers.map((res) => JSON.stringify([res.statusCode, res.headers['www-authenticate'], res.body]))).size).toBe(1);
+      expectOAuthError(answers[0], 401, 'invalid_client');
+      expect(answers[0].headers['www-authenticate']).toMatch(/^Basic /);
+      // None of them spent the live client's code or refresh token.
+      const own = await postForm(server, '/token', { ...liveFields, client_id: live.client_id, client_secret: live.client_secret });
+      expect(own.statusCode).toBe(200);
+    },
+  );
+});
+
+describe(`transport and cross-origin rules at the token endpoint and the sign-in page (${storeName})`, () => {
+  let server: TestServer;
+  let client: Awaited<ReturnType<TestServer['createClient']>>;
+  beforeAll(async () => {
+    // As in production: TLS ends in front of the server, and ISSUER is the public https URL.
+    server = await startTestServer({ ISSUER: 'https://auth.example' });
+    client = await server.createClient();
+  });
+  afterAll(() => server.close());
+
+  it('with an https ISSUER, sends HSTS and keeps the binding cookie off plain HTTP', async () => {
+    const { res } = await startAuthorize(server, client);
+    expect(res.statusCode).toBe(200);
+    expect(res.cookies.find((c) => c.name === 'agent_auth_browser')).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax' });
+    const token = await refresh(server, client, 'aa_rt_unknown');
+    for (const answer of [res, token]) expect(answer.headers['strict-transport-security']).toMatch(/max-age=[1-9]\d*/);
+  });
+
+  it('sends no CORS headers at /authorize or /token, preflights included: browsers get no cross-origin access', async () => {
+    const origin = 'https://elsewhere.example';
+    const { challenge } = pkce();
+    const page = await server.app.inject({
+      url: authorizeUrl({ client_id: client.client_id, redirect_uri: client.redirect_uris[0], response_type: 'code', state: 's', code_challenge: challenge, code_challenge_method: 'S256' }),
+      headers: { origin },
+    });
+    expect(page.statusCode).toBe(200);
+    const token = await postForm(
+      server,
+      '/token',
+      { grant_type: 'refresh_token', refresh_token: 'aa_rt_unknown', client_id: client.client_id, client_secret: client.client_secret },
+      { origin },
+    );
+    const preflights = await Promise.all(
+      [['/authorize', 'GET'], ['/token', 'POST']].map(([url, method]) =>
+        server.app.inject({ method: 'OPTIONS', url, headers: { origin, 'access-control-request-method': method } }),
+      ),
+    );
+    for (const res of [page, token, ...preflights]) {
+      expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
+    }
+    for (const res of preflights) expect(res.statusCode).toBe(404);
   });
 });

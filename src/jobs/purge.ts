@@ -48,18 +48,36 @@ export async function purgeExpired(db: Db, { auditRetentionDays, log }: PurgeOpt
   return removed;
 }
 
-/** Runs the purge every `intervalSeconds` in the background; returns the function that stops it. */
+/**
+ * Runs the purge every `intervalSeconds` in the background; returns the function that stops it
+ * (and waits for a run under way). The next run is timed from the end of the previous one, so
+ * runs never overlap however long one takes (a big backlog, a slow database).
+ */
 export function schedulePurge(db: Db, intervalSeconds: number, options: Required<PurgeOptions>): () => Promise<void> {
   const { log } = options;
-  let running: Promise<unknown> = Promise.resolve();
-  const timer = setInterval(() => {
-    running = purgeExpired(db, options)
-      .then((removed) => log.debug({ removed }, 'purged expired rows'))
-      .catch((err: Error) => log.warn({ err: { message: err.message } }, 'purge failed; will retry'));
-  }, intervalSeconds * 1000);
-  timer.unref();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> = Promise.resolve();
+
+  async function run() {
+    try {
+      log.debug({ removed: await purgeExpired(db, options) }, 'purged expired rows');
+    } catch (err) {
+      log.warn({ err: { message: (err as Error).message } }, 'purge failed; will retry');
+    }
+    if (!stopped) schedule();
+  }
+  function schedule() {
+    timer = setTimeout(() => {
+      running = run();
+    }, intervalSeconds * 1000);
+    timer.unref();
+  }
+
+  schedule();
   return async () => {
-    clearInterval(timer);
+    stopped = true;
+    clearTimeout(timer);
     await running;
   };
 }
