@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { transportProblem } from './oauth/transport.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
@@ -15,6 +16,10 @@ const envSchema = z.object({
   ISSUER: z
     .url({ protocol: /^https?$/ })
     .refine((u) => !u.endsWith('/'), 'must not end with a slash')
+    .superRefine((u, ctx) => {
+      const problem = transportProblem(new URL(u));
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
     .optional(),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   DATA_DIR: z.string().min(1).default('./data'),

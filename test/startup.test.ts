@@ -108,6 +108,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
       ['ADMIN_PORT', '70000'],
       ['DATABASE_URL', 'mysql://localhost/db'],
       ['ACCESS_TOKEN_TTL_SECONDS', '0'],
+      ['ISSUER', 'http://auth.example'],
     ];
     it('exits 1 with one line naming the variable on a configuration error', async () => {
       const results = await Promise.all(

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+import { transportProblem } from '../oauth/transport.js';
 
 /** Why a redirect URI is refused, or undefined when it is acceptable (decisions.md, Admin API). */
 export function redirectUriProblem(value: string): string | undefined {
@@ -11,9 +10,7 @@ export function redirectUriProblem(value: string): string | undefined {
     return 'must be an absolute URI';
   }
   if (value.includes('#')) return 'must not contain a fragment';
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname)) return undefined;
-  return 'must use https (plain http only on localhost, 127.0.0.1 or [::1])';
+  return transportProblem(url);
 }
 
 export const redirectUri = z
