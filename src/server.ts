@@ -30,7 +30,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
   try {
     const url = await app.listen({ port: config.port, host: config.host });
     const adminUrl = await admin.listen({ port: config.adminPort, host: config.adminHost });
-    const stopPurge = schedulePurge(services.db, config.purgeIntervalSeconds, { auditRetentionDays: config.auditRetentionDays, log: logger });
+    const stopPurge = schedulePurge(services.db, config.purgeIntervalSeconds, {
+      auditRetentionDays: config.auditRetentionDays,
+      log: logger,
+      metrics: services.metrics,
+    });
     return {
       url,
       adminUrl,

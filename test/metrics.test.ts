@@ -2,6 +2,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
+import { purgeExpired } from '../src/jobs/purge.js';
 import { loadConfig } from '../src/config.js';
 import { loggerOptions } from '../src/logger.js';
 import { startServer } from '../src/server.js';
@@ -115,6 +116,15 @@ describe(`GET /metrics on the admin listener (${storeName})`, () => {
     expect(valueOf(samples, 'agent_auth_rate_limit_hits_total', { limiter: 'check-status-ip' })).toBe(1);
     expect(valueOf(samples, 'agent_auth_failures_total', { error: 'rate_limited', route: '/api/check-status' })).toBe(1);
     expect(valueOf(samples, 'agent_auth_http_request_duration_seconds_count', { route: '/api/check-status', status_code: '429' })).toBe(1);
+  });
+
+  it('counts the sign-ins whose expiry the purge job records', async () => {
+    const client = await server.createClient();
+    const { requestId } = await startAuthorize(server, client);
+    await setRequestExpiry(server, requestId, -7200);
+    const before = (await scrape(server)).samples;
+    await purgeExpired(server.services.db, { auditRetentionDays: 365, metrics: server.services.metrics });
+    expect(signIns((await scrape(server)).samples, 'expired') - signIns(before, 'expired')).toBe(1);
   });
 
   it('labels unknown paths "unmatched" instead of their URL', async () => {

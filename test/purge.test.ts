@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeExpired, schedulePurge } from '../src/jobs/purge.js';
 import type { Db } from '../src/db/types.js';
-import { issueTokens, revoke } from './helpers/codes.js';
+import { issueTokens, revoke, userinfo } from './helpers/codes.js';
 import { storeName } from './helpers/database.js';
 import { setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -24,6 +24,7 @@ describe(`purging expired rows (${storeName})`, () => {
     const live = await startAuthorize(server, client);
     const oldTokens = await issueTokens(server, { client });
     const liveTokens = await issueTokens(server, { client });
+    const endedTokens = await issueTokens(server, { client });
     expect((await revoke(server, client, oldTokens.access_token)).statusCode).toBe(200);
 
     // Age the "old" sign-in past every lifetime and grace period.
@@ -31,7 +32,9 @@ describe(`purging expired rows (${storeName})`, () => {
     await db.query(`UPDATE auth_requests SET expires_at = now() - interval '2 hours' WHERE id = $1`, [old.requestId]);
     await db.query(`UPDATE auth_codes SET expires_at = now() - interval '2 hours' WHERE code_hash = (SELECT code_hash FROM auth_codes ORDER BY created_at LIMIT 1)`);
     await db.query(`UPDATE refresh_tokens SET expires_at = now() - interval '1 second' WHERE grant_id IN (SELECT id FROM grants ORDER BY created_at LIMIT 1)`);
-    await db.query(`UPDATE grants SET expires_at = now() - interval '1 second' WHERE id IN (SELECT id FROM grants ORDER BY created_at LIMIT 1)`);
+    await db.query(`UPDATE grants SET expires_at = now() - interval '31 days' WHERE id IN (SELECT id FROM grants ORDER BY created_at LIMIT 1)`);
+    // A grant that ended recently is sign-in history: it stays as long as the audit log does.
+    const ended = await db.query<{ id: string }>(`UPDATE grants SET expires_at = now() - interval '1 day' WHERE id IN (SELECT id FROM grants ORDER BY created_at DESC LIMIT 1) RETURNING id`);
     await db.query(`UPDATE revoked_access_tokens SET expires_at = now() - interval '1 second'`);
     const oldEvents = await db.query(`UPDATE audit_events SET at = now() - interval '31 days' WHERE request_id = $1`, [old.requestId]);
 
@@ -63,6 +66,8 @@ describe(`purging expired rows (${storeName})`, () => {
     expect(rows).toHaveLength(1);
     const res = await server.app.inject({ url: '/userinfo', headers: { authorization: `Bearer ${liveTokens.access_token}` } });
     expect(res.statusCode).toBe(200);
+    expect((await db.query('SELECT 1 FROM grants WHERE id = $1', [ended.rows[0].id])).rows).toHaveLength(1);
+    expect((await userinfo(server, endedTokens.access_token)).statusCode).toBe(401);
     // a second run finds nothing more
     expect(Object.values(await purgeExpired(db, { auditRetentionDays: 30 })).every((n) => n === 0)).toBe(true);
   });
