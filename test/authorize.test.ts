@@ -384,6 +384,20 @@ describe(`REQUIRE_APPROVAL=true (${storeName})`, () => {
     expect(body).toContain('>Deny</button>');
   });
 
+  it('escapes what the agent reports about itself: its model and its name', async () => {
+    const client = await server.createClient();
+    const agent = await server.createAgent();
+    await server.adminCall('PATCH', `/admin/agents/${agent.agent_id}`, { name: '<img src=x onerror=alert(1)>' });
+    const started = await startAuthorize(server, client);
+    const model = '"><script>alert(2)</script>';
+    await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model });
+    const { body } = (await completeInBrowser(server, started.requestId, started.cookie)).res;
+    expect(body).not.toContain('<img src=x');
+    expect(body).not.toContain('<script>alert(2)');
+    expect(body).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(body).toContain('&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;');
+  });
+
   it('Approve redirects with a code', async () => {
     const { requestId, cookie, csrf, state } = await toApprovalPage();
     const res = await decide(requestId, cookie, csrf, 'approve');
