@@ -15,6 +15,12 @@ export const errorBody = z.object({
 export const RATE_LIMITED = 'rate_limited: too many requests; Retry-After gives the seconds to wait';
 export const UNAVAILABLE = 'temporarily_unavailable: the store is unreachable; Retry-After gives the seconds to wait';
 
+/** The answers of every endpoint that takes a body, before it reads one. */
+export const BODY_REFUSED = {
+  413: 'invalid_request: the body is over 64 KiB',
+  415: 'invalid_request: the content type is not one the endpoint takes',
+};
+
 /** JSON error responses by status, each described by the error codes it can carry. */
 export function errorResponses(descriptions: Record<number, string>) {
   return Object.fromEntries(Object.entries(descriptions).map(([status, text]) => [status, errorBody.describe(text)]));

@@ -82,8 +82,9 @@ describe(`OpenAPI description (${storeName})`, () => {
       }
     }
     expect(Object.keys(doc.paths['/readyz'].get.responses)).toEqual(['200', '503']);
-    expect(Object.keys(doc.paths['/api/agent/authenticate'].post.responses)).toEqual(['200', '400', '401', '403', '404', '409', '429', '503']);
-    expect(Object.keys(doc.paths['/token'].post.responses)).toEqual(['200', '400', '401', '429', '503']);
+    expect(Object.keys(doc.paths['/api/agent/authenticate'].post.responses)).toEqual(['200', '400', '401', '403', '404', '409', '413', '415', '429', '503']);
+    expect(Object.keys(doc.paths['/token'].post.responses)).toEqual(['200', '400', '401', '413', '415', '429', '503']);
+    for (const path of ['/introspect', '/revoke']) expect(Object.keys(doc.paths[path].post.responses)).toEqual(expect.arrayContaining(['413', '415']));
     expect(Object.keys(doc.paths['/authorize/complete'].get.responses)).toContain('302');
   });
 

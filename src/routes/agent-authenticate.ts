@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { logAudit, noteExpiry, type AuthenticationFailure } from '../audit.js';
 import { verifySecret } from '../crypto/secrets.js';
 import { Conflict, InvalidCredentials, NotFound, OAuthError, RequestExpired } from '../errors.js';
-import { errorResponses, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import { requestIdSchema } from './authorize-complete.js';
 
 const bodySchema = z.object({
@@ -28,6 +28,7 @@ const schema = {
       403: 'access_denied: the user denied this sign-in',
       404: 'not_found: no such authorization request',
       409: 'request_already_authenticated: another agent authenticated this request first',
+      ...BODY_REFUSED,
       429: RATE_LIMITED,
       503: UNAVAILABLE,
     }),

@@ -8,7 +8,7 @@ import { acceptClient, clientBudget, presentedCredentials, tokenRequest } from '
 import { noStore } from '../oauth/no-store.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
 import type { StoredClientCredentials } from '../store/clients.js';
-import { CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
 type Credentials = ReturnType<typeof presentedCredentials>;
 
@@ -82,6 +82,7 @@ const schema = {
     ...errorResponses({
       400: 'invalid_request: token is missing',
       401: 'invalid_client: unknown or inactive client, or wrong secret',
+      ...BODY_REFUSED,
       429: RATE_LIMITED,
       503: UNAVAILABLE,
     }),

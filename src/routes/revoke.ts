@@ -7,7 +7,7 @@ import { verifyAccessToken } from '../oauth/access-token.js';
 import { clientAuthentication, tokenRequest } from '../oauth/client-auth.js';
 import { noStore } from '../oauth/no-store.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
-import { CLIENT_AUTH, errorResponses, FORM_OR_JSON, noBody, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, noBody, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
 const schema = {
   tags: ['oauth'],
@@ -22,6 +22,7 @@ const schema = {
     ...errorResponses({
       400: 'invalid_request: token is missing',
       401: 'invalid_client: unknown or inactive client, or wrong secret',
+      ...BODY_REFUSED,
       429: RATE_LIMITED,
       503: UNAVAILABLE,
     }),

@@ -7,7 +7,7 @@ import { refreshTokenGrant } from '../grants/refresh-token.js';
 import { tokenResponseSchema, type GrantHandler } from '../grants/token-response.js';
 import { clientAuthentication, clientCredentials, param } from '../oauth/client-auth.js';
 import { noStore } from '../oauth/no-store.js';
-import { CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
 // Unknown parameters are ignored (RFC 6749 §3.2); known ones must be single strings.
 const tokenRequest = z.object({
@@ -39,6 +39,7 @@ const schema = {
     ...errorResponses({
       400: 'invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client\'s), unsupported_grant_type or invalid_scope (RFC 6749 §5.2)',
       401: 'invalid_client: unknown or inactive client, or wrong secret',
+      ...BODY_REFUSED,
       429: RATE_LIMITED,
       503: UNAVAILABLE,
     }),
