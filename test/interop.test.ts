@@ -8,11 +8,14 @@
 import { Auth, type AuthConfig } from '@auth/core';
 import type { Account } from '@auth/core/types';
 import {
+  auth,
   discoverAuthorizationServerMetadata,
   exchangeAuthorization,
   refreshAuthorization,
   startAuthorization,
+  type OAuthClientProvider,
 } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 // Access tokens are read without verifying: the signing secret is the server's, not the client's.
 import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
@@ -294,5 +297,39 @@ describe(`MCP TypeScript SDK client auth (${storeName})`, () => {
     expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
     const info = await fetch(metadata!.userinfo_endpoint as string, { headers: { authorization: `Bearer ${refreshed.access_token}` } });
     expect(await info.json()).toEqual({ sub: agent.agent_id, email: 'mcp@example.com' });
+  });
+
+  it('signs in through auth(), the entry point an MCP client calls, with a pre-registered client', async () => {
+    const redirectUrl = 'http://localhost:33419/oauth/callback';
+    const registered = await server.createClient([redirectUrl]);
+    const agent = await server.createAgent('mcp-auth@example.com');
+    // What an MCP client application keeps; the SDK drives discovery, PKCE, state and the exchange.
+    let verifier = '';
+    let tokens: OAuthTokens | undefined;
+    let sentTo: URL | undefined;
+    const provider: OAuthClientProvider = {
+      redirectUrl,
+      clientMetadata: { redirect_uris: [redirectUrl], scope: 'openid email', token_endpoint_auth_method: 'client_secret_post' },
+      clientInformation: () => ({ client_id: registered.client_id, client_secret: registered.client_secret }),
+      tokens: () => tokens,
+      saveTokens: (t) => void (tokens = t),
+      // The SDK sends state only when the provider has one; the spec requires it.
+      state: () => 'mcp-auth-state-0123456789',
+      redirectToAuthorization: (url) => void (sentTo = url),
+      saveCodeVerifier: (v) => void (verifier = v),
+      codeVerifier: () => verifier,
+    };
+    // The MCP server (a resource server) publishes no RFC 9728 metadata here, so the SDK falls
+    // back to the authorization server at the server URL's origin: ours.
+    const serverUrl = `${server.issuer}/mcp`;
+    expect(await auth(provider, { serverUrl })).toBe('REDIRECT');
+    expect(sentTo!.origin + sentTo!.pathname).toBe(`${server.issuer}/authorize`);
+
+    const callback = await browserAndAgent(sentTo!, agent);
+    expect(callback.searchParams.get('state')).toBe('mcp-auth-state-0123456789');
+    expect(await auth(provider, { serverUrl, authorizationCode: callback.searchParams.get('code')! })).toBe('AUTHORIZED');
+    expect(decodeJwt(tokens!.access_token).sub).toBe(agent.agent_id);
+    const info = await fetch(`${server.issuer}/userinfo`, { headers: { authorization: `Bearer ${tokens!.access_token}` } });
+    expect(await info.json()).toEqual({ sub: agent.agent_id, email: 'mcp-auth@example.com' });
   });
 });
