@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { LightMyRequestResponse as Response } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../src/crypto/secrets.js';
-import { exchangeCode, insertCode, introspect, issueTokens, refresh, revoke, userinfo } from './helpers/codes.js';
+import { codeForClient, exchangeCode, introspect, issueTokens, refresh, revoke, userinfo } from './helpers/codes.js';
 import { storeName, usingPostgres } from './helpers/database.js';
 import { agentAuthenticate, checkStatus, startAuthorize } from './helpers/flow.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
@@ -81,12 +81,7 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
    */
   async function storeCalls(): Promise<[string, () => Promise<Response>][]> {
     const tokens = await issueTokens(server, { client });
-    const agent = await server.createAgent();
-    const { code, verifier } = await insertCode(server.services, {
-      clientId: client.client_id,
-      agentId: agent.agent_id,
-      redirectUri: client.redirect_uris[0],
-    });
+    const { agent, code, verifier } = await codeForClient(server, client);
     const { requestId } = await startAuthorize(server, client);
     return [
       ['POST /token (authorization_code)', () => exchangeCode(server, client, code, verifier)],
@@ -223,12 +218,7 @@ describe(`a grant cut off at its last write leaves nothing half-issued (${storeN
 
   it('a code exchange cut off spends no code and writes no grant', async () => {
     const client = await server.createClient();
-    const agent = await server.createAgent();
-    const { code, verifier } = await insertCode(server.services, {
-      clientId: client.client_id,
-      agentId: agent.agent_id,
-      redirectUri: client.redirect_uris[0],
-    });
+    const { code, verifier } = await codeForClient(server, client);
     expectUnavailable(await withRefreshTokenWritesCut(() => exchangeCode(server, client, code, verifier)), 'POST /token');
 
     const { db } = server.services;

@@ -3,8 +3,9 @@ import { storeName, usingPostgres } from './helpers/database.js';
 import { agentAuthenticate, setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import { startSecondInstance, startTestServer, type TestServer } from './helpers/server.js';
 
-function longPoll(server: TestServer, requestId: string, wait: number) {
-  return server.app.inject({ url: `/api/check-status?request_id=${encodeURIComponent(requestId)}&wait=${wait}` });
+function longPoll(server: TestServer, requestId: string, wait: number, lastStatus?: string) {
+  const last = lastStatus === undefined ? '' : `&last_status=${lastStatus}`;
+  return server.app.inject({ url: `/api/check-status?request_id=${encodeURIComponent(requestId)}&wait=${wait}${last}` });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -50,23 +51,27 @@ describe(`check-status long poll (${storeName})`, () => {
     expect(Date.now() - started).toBeLessThan(4000);
   });
 
-  it('answers at once when the status is no longer the last_status the caller saw', async () => {
+  async function authenticatedRequest() {
     const { requestId, agent } = await pendingRequest();
     await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+    return requestId;
+  }
+
+  it('answers at once when the status is no longer the last_status the caller saw', async () => {
+    const requestId = await authenticatedRequest();
     const started = Date.now();
-    const res = await server.app.inject({ url: `/api/check-status?request_id=${requestId}&wait=20&last_status=pending` });
+    const res = await longPoll(server, requestId, 20, 'pending');
     expect(res.json()).toEqual({ status: 'authenticated' });
     expect(Date.now() - started).toBeLessThan(4000);
   });
 
   it('holds the answer while the status is still the last_status the caller saw', async () => {
-    const { requestId, agent } = await pendingRequest();
-    await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+    const requestId = await authenticatedRequest();
     const started = Date.now();
-    const res = await server.app.inject({ url: `/api/check-status?request_id=${requestId}&wait=1&last_status=authenticated` });
+    const res = await longPoll(server, requestId, 1, 'authenticated');
     expect(res.json()).toEqual({ status: 'authenticated' });
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-    const bad = await server.app.inject({ url: `/api/check-status?request_id=${requestId}&wait=1&last_status=done` });
+    const bad = await longPoll(server, requestId, 1, 'done');
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error).toBe('invalid_request');
   });

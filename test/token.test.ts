@@ -2,7 +2,7 @@ import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyringFrom } from '../src/crypto/keys.js';
 import { storeName } from './helpers/database.js';
-import { basicAuth, exchangeCode, insertCode, introspect, issueTokens, postForm, refresh, userinfo, type Credentials } from './helpers/codes.js';
+import { basicAuth, codeForClient, exchangeCode, introspect, issueTokens, postForm, refresh, userinfo, type Credentials } from './helpers/codes.js';
 import { authorizeUrl, pkce, signInToCode, startAuthorize } from './helpers/flow.js';
 import { ISSUER, startTestServer, type TestServer } from './helpers/server.js';
 
@@ -22,14 +22,7 @@ describe(`POST /token (${storeName})`, () => {
 
   async function newCode(scope?: string) {
     const client = await server.createClient();
-    const agent = await server.createAgent();
-    const inserted = await insertCode(server.services, {
-      clientId: client.client_id,
-      agentId: agent.agent_id,
-      redirectUri: client.redirect_uris[0],
-      scope,
-    });
-    return { client, agent, ...inserted };
+    return { client, ...(await codeForClient(server, client, { scope })) };
   }
 
   describe('authorization_code', () => {
@@ -94,8 +87,7 @@ describe(`POST /token (${storeName})`, () => {
 
     it('refuses a redirect_uri other than the authorization request one, and a missing one', async () => {
       const client = await server.createClient(['https://shop.example/cb', 'https://shop.example/other']);
-      const agent = await server.createAgent();
-      const a = await insertCode(server.services, { clientId: client.client_id, agentId: agent.agent_id, redirectUri: client.redirect_uris[0] });
+      const a = await codeForClient(server, client);
       expectOAuthError(await exchangeCode(server, client, a.code, a.verifier, { redirect_uri: undefined }), 400, 'invalid_request');
       const wrong = await exchangeCode(server, client, a.code, a.verifier, { redirect_uri: 'https://shop.example/other' });
       expectOAuthError(wrong, 400, 'invalid_grant');
@@ -103,13 +95,7 @@ describe(`POST /token (${storeName})`, () => {
 
     it('refuses an expired code', async () => {
       const client = await server.createClient();
-      const agent = await server.createAgent();
-      const { code, verifier } = await insertCode(server.services, {
-        clientId: client.client_id,
-        agentId: agent.agent_id,
-        redirectUri: client.redirect_uris[0],
-        expiresInSeconds: -1,
-      });
+      const { code, verifier } = await codeForClient(server, client, { expiresInSeconds: -1 });
       expectOAuthError(await exchangeCode(server, client, code, verifier), 400, 'invalid_grant');
     });
 
@@ -412,8 +398,7 @@ describe(`POST /token gives client enumeration nothing (${storeName})`, () => {
   /** The grant-specific fields of a request that `client` may make: its own code, or its own refresh token. */
   async function grantFields(grantType: string, client: Credentials & { redirect_uris: string[] }): Promise<Record<string, string>> {
     if (grantType === 'refresh_token') return { grant_type: grantType, refresh_token: (await issueTokens(server, { client })).refresh_token };
-    const agent = await server.createAgent();
-    const { code, verifier } = await insertCode(server.services, { clientId: client.client_id, agentId: agent.agent_id, redirectUri: client.redirect_uris[0] });
+    const { code, verifier } = await codeForClient(server, client);
     return { grant_type: grantType, code, code_verifier: verifier, redirect_uri: client.redirect_uris[0] };
   }
 

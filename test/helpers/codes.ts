@@ -39,6 +39,17 @@ export async function insertCode(
   return { code, verifier };
 }
 
+/** A code for `client` at its first redirect URI, as a sign-in leaves it: for `agent`, or a new agent. */
+export async function codeForClient(
+  server: TestServer,
+  client: { client_id: string; redirect_uris: string[] },
+  options: { agent?: Awaited<ReturnType<TestServer['createAgent']>>; scope?: string; model?: string; expiresInSeconds?: number } = {},
+) {
+  const { agent = await server.createAgent(), ...rest } = options;
+  const inserted = await insertCode(server.services, { clientId: client.client_id, agentId: agent.agent_id, redirectUri: client.redirect_uris[0], ...rest });
+  return { agent, ...inserted };
+}
+
 export interface Credentials {
   client_id: string;
   client_secret: string;
