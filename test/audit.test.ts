@@ -260,7 +260,7 @@ describe(`audit log (${storeName})`, () => {
 
     it('refuses malformed filters with 400', async () => {
       for (const query of ['limit=0', 'limit=201', 'limit=x', 'cursor=abc', 'cursor=0', 'from=yesterday', 'to=2024-13-01',
-        'event=nope', 'email=not-an-email']) {
+        'event=nope', 'email=not-an-email', 'from=0000-01-01', 'to=0000-12-31T23:59:59Z', 'from=9999-12-31T23:59:59-12:00']) {
         const res = await server.adminCall('GET', `/admin/audit?${query}`);
         expect(res.statusCode, query).toBe(400);
         expect(res.json.error).toBe('invalid_request');

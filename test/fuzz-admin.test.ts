@@ -1,33 +1,39 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exchangeCode } from './helpers/codes.js';
 import { storeName } from './helpers/database.js';
+import { signInToCode } from './helpers/flow.js';
 import {
-  authorization,
+  adminExample,
+  adminInputs,
+  adminRequest,
+  asSent,
   bodies,
-  encodeBody,
   expectJsonError,
   expectReached,
   fuzz,
   FUZZ_TIMEOUT,
   hostile,
+  HUGE,
   mostlyValid,
   nastyString,
-  pct,
   ref,
+  Ref,
+  rerouted,
+  strayBody,
+  type AdminInput,
   type Body,
   type FieldSpec,
   type Fixtures,
+  type Sent,
 } from './helpers/fuzz.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './helpers/server.js';
 
-interface AdminInput {
-  method: string;
-  id: unknown;
-  /** A path segment as is, percent-encoding errors and all. */
-  rawId: string | null;
-  body: Body;
-  authorization: unknown;
-}
+/**
+ * Requests per endpoint (at least MIN_RUNS, times FUZZ_SCALE: see helpers/fuzz.ts), sized to the
+ * fuzz set's budget of about a minute per store on a 2-core machine.
+ */
+const RUNS = { write: 1000, rotate: 1000, remove: 1000, get: 1000, list: 1000 };
 
 const validRedirectUri = fc.oneof(
   fc.constantFrom('https://shop.example/cb', 'http://localhost:8080/cb', 'http://127.0.0.1/cb', 'http://[::1]:3000/cb', 'https://例え.jp/cb', 'HTTPS://SHOP.EXAMPLE/CB'),
@@ -57,56 +63,92 @@ const email: FieldSpec[string] = [
   fc.oneof(fc.constantFrom('owner', '@example.com', 'owner@', 'a@b', 'owner@example.com\u0000', `${'a'.repeat(320)}@example.com`, 'ü@example.com'), hostile({ json: true })),
 ];
 
-// Generated calls to the admin API's writes; see helpers/fuzz.ts for what every run asserts.
+const CLIENT_VIEW = ['active', 'client_id', 'created_at', 'name', 'redirect_uris'];
+const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name'];
+
+const json = (value: unknown): Body => ({ kind: 'json', value, contentType: 'application/json' });
+
+/**
+ * Hand-written inputs sent before the generated ones, so that every status an assertion names
+ * comes up whatever the seed: the success, no token, an unknown id or a wrong method, a
+ * too-long and a badly encoded segment, an over-large body and an unsupported content type.
+ */
+function examplesFor(method: string, options: { id?: string; body?: Body; wrongMethod?: string; bodies?: boolean }): AdminInput[] {
+  const id = options.id === undefined ? undefined : new Ref(options.id);
+  const valid = adminExample({ method, id, body: options.body });
+  const out = [valid, { ...valid, authorization: undefined }];
+  if (options.wrongMethod) out.push({ ...valid, method: options.wrongMethod, body: undefined });
+  if (id) {
+    out.push({ ...valid, id: 'no-such-id' });
+    out.push({ ...valid, rawId: 'a'.repeat(201) }, { ...valid, rawId: '%zz' });
+  }
+  if (options.bodies) {
+    out.push({ ...valid, body: { kind: 'text', text: HUGE, contentType: 'application/json' } });
+    out.push({ ...valid, body: { kind: 'text', text: 'x', contentType: 'text/plain' } });
+    out.push({ ...valid, body: { kind: 'text', text: '{', contentType: 'application/json' } });
+  }
+  return out;
+}
+
+// Generated calls to every route of the admin API's registrations (clients, agents); the grant
+// listings, revocations and the audit log are in fuzz-admin-grants.test.ts. See helpers/fuzz.ts
+// for what every run asserts.
 describe(`fuzzing the admin API (${storeName})`, { timeout: FUZZ_TIMEOUT }, () => {
   let server: TestServer;
   let fixtures: Fixtures;
 
+  /** client2 and agent2 hold a grant together, so that deleting either cascades through real rows. */
+  async function signedInPair() {
+    const [client, agent] = [await server.createClient(), await server.createAgent()];
+    const { code, verifier } = await signInToCode(server, { client, agent });
+    const res = await exchangeCode(server, client, code, verifier);
+    if (res.statusCode !== 200) throw new Error(`code exchange failed: ${res.body}`);
+    return { client2_id: client.client_id, agent2_id: agent.agent_id };
+  }
+
   beforeAll(async () => {
     server = await startTestServer();
-    const [client, client2] = [await server.createClient(), await server.createClient()];
-    const [agent, agent2] = [await server.createAgent(), await server.createAgent()];
     fixtures = {
       admin_token: `Bearer ${ADMIN_TOKEN}`,
-      client_id: client.client_id,
-      client2_id: client2.client_id,
-      agent_id: agent.agent_id,
-      agent2_id: agent2.agent_id,
+      client_id: (await server.createClient()).client_id,
+      agent_id: (await server.createAgent()).agent_id,
+      ...(await signedInPair()),
     };
   });
   afterAll(() => server.close());
 
-  const adminToken = fc.oneof(
-    { weight: 12, arbitrary: ref('admin_token') },
-    { weight: 1, arbitrary: fc.constant(undefined) },
-    { weight: 2, arbitrary: fc.oneof(fc.constantFrom(`bearer ${ADMIN_TOKEN}`, `Bearer  ${ADMIN_TOKEN}`, `Basic ${ADMIN_TOKEN}`, ADMIN_TOKEN), hostile({ like: 'admin_token' })) },
-  );
-  // Wrong methods that write nothing on the resource paths (DELETE would remove the fixtures).
-  const method = (usual: string) => fc.oneof({ weight: 14, arbitrary: fc.constant(usual) }, fc.constantFrom('PUT', 'OPTIONS'));
+  /** After a DELETE went through: registers again what it removed. */
+  async function restore() {
+    const { clients, agents } = server.services.store;
+    if (!(await clients.get(fixtures.client_id as string))) fixtures.client_id = (await server.createClient()).client_id;
+    if (!(await agents.get(fixtures.agent_id as string))) fixtures.agent_id = (await server.createAgent()).agent_id;
+    const pairGone = !(await clients.get(fixtures.client2_id as string)) || !(await agents.get(fixtures.agent2_id as string));
+    if (pairGone) Object.assign(fixtures, await signedInPair());
+  }
 
-  function adminFuzz(path: string, usual: 'POST' | 'PATCH', fields: FieldSpec, idFixtures: string[] = []) {
+  const id = (names: string[]) => fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...names).chain(ref) }, hostile({ like: names[0] }));
+  const method = (usual: string, wrong: string[]) => fc.oneof({ weight: 14, arbitrary: fc.constant(usual) }, fc.constantFrom(...wrong));
+  const noHash = (res: Sent<AdminInput>['res']) => expect(Object.keys(res.json()).some((k) => k.includes('hash'))).toBe(false);
+
+  // Wrong methods are ones that write nothing on these paths (DELETE would remove the fixtures).
+  function writeFuzz(route: string, usual: 'POST' | 'PATCH', fields: FieldSpec, ids: string[] = [], validBody: Record<string, unknown> = {}) {
     return fuzz({
       app: server.admin,
       db: server.services.db,
-      numRuns: 250,
+      numRuns: RUNS.write,
       fixtures: () => fixtures,
-      arbitrary: fc.record({
-        method: method(usual),
-        id: fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...(idFixtures.length ? idFixtures : ['client_id'])).chain(ref) }, hostile({ like: idFixtures[0] ?? 'client_id' })),
-        rawId: fc.option(fc.constantFrom('%', '%zz', '%E0%A4%A', '%C0%80', '%00', '.', '..', '', 'a/b', '%2F', 'x?y=%', 'a'.repeat(201)), { freq: 8 }),
+      arbitrary: adminInputs({
+        token: ADMIN_TOKEN,
+        method: method(usual, ['PUT', 'OPTIONS']),
+        id: ids.length ? id(ids) : undefined,
         body: bodies(mostlyValid(fields), 'json'),
-        authorization: adminToken,
       }),
-      request: ({ method: m, id, rawId, body, authorization: header }: AdminInput) => {
-        const encoded = m === 'OPTIONS' ? { headers: {} } : encodeBody(body);
-        const segment = rawId ?? pct(typeof id === 'string' ? id : (JSON.stringify(id) ?? ''));
-        const url = idFixtures.length ? `${path}/${segment}` : path;
-        return { method: m as 'POST', url, ...encoded, headers: { ...encoded.headers, ...authorization(header) } };
-      },
+      examples: examplesFor(usual, { id: ids[0], body: json(validBody), wrongMethod: 'PUT', bodies: true }),
+      request: (input) => adminRequest(route, input),
       check: ({ res }) => {
         if (res.statusCode >= 400) return expectJsonError(res);
         expect([200, 201]).toContain(res.statusCode);
-        expect(Object.keys(res.json()).some((k) => k.includes('hash'))).toBe(false);
+        noHash(res);
       },
     });
   }
@@ -123,23 +165,118 @@ describe(`fuzzing the admin API (${storeName})`, { timeout: FUZZ_TIMEOUT }, () =
     expectJsonError(badEncoding);
   });
 
+  // Reads, rotations and deletions first, while the store holds only the fixtures (the writes below add hundreds of rows).
+  for (const [plural, view, secretField] of [['clients', CLIENT_VIEW, 'client_secret'], ['agents', AGENT_VIEW, 'agent_secret']] as const) {
+    const singular = plural.slice(0, -1);
+    const ids = [`${singular}_id`, `${singular}2_id`];
+
+    it(`GET /admin/${plural}: no 5xx, the error format, never a write`, async () => {
+      const report = await fuzz({
+        app: server.admin,
+        db: server.services.db,
+        numRuns: RUNS.list,
+        readOnly: true,
+        fixtures: () => fixtures,
+        arbitrary: adminInputs({ token: ADMIN_TOKEN, method: method('GET', ['PUT', 'PATCH', 'DELETE', 'OPTIONS']), body: strayBody }),
+        examples: examplesFor('GET', { wrongMethod: 'DELETE' }),
+        request: (input) => adminRequest(`/admin/${plural}`, input),
+        check: ({ res }) => {
+          if (res.statusCode >= 400) return expectJsonError(res);
+          expect(res.statusCode).toBe(200);
+          const list = res.json()[plural] as Record<string, unknown>[];
+          expect(list.length).toBeGreaterThanOrEqual(2);
+          for (const item of list) expect(Object.keys(item).sort()).toEqual(view);
+        },
+      });
+      expectReached(report, { statuses: [200, 401, 404], codes: ['unauthorized', 'not_found'] });
+    });
+
+    it(`GET /admin/${plural}/:id: no 5xx, the error format, never a write`, async () => {
+      const report = await fuzz({
+        app: server.admin,
+        db: server.services.db,
+        numRuns: RUNS.get,
+        readOnly: true,
+        fixtures: () => fixtures,
+        arbitrary: adminInputs({ token: ADMIN_TOKEN, method: method('GET', ['PUT', 'POST', 'OPTIONS']), id: id(ids), body: strayBody }),
+        examples: examplesFor('GET', { id: ids[1], wrongMethod: 'POST' }),
+        request: (input) => adminRequest(`/admin/${plural}/:id`, input),
+        check: ({ res, input }) => {
+          if (res.statusCode >= 400) return expectJsonError(res);
+          // A ".." segment is resolved before routing: another route answered.
+          if (rerouted(input)) return;
+          expect(res.statusCode).toBe(200);
+          expect(Object.keys(res.json()).sort()).toEqual(view);
+          expect(res.json()[`${singular}_id`]).toBe(asSent(String(input.id)));
+        },
+      });
+      expectReached(report, { statuses: [200, 400, 401, 404, 414], codes: ['invalid_request', 'unauthorized', 'not_found'] });
+    });
+
+    it(`POST /admin/${plural}/:id/secret: no 5xx, the error format, nothing written when refused`, async () => {
+      const report = await fuzz({
+        app: server.admin,
+        db: server.services.db,
+        numRuns: RUNS.rotate,
+        fixtures: () => fixtures,
+        arbitrary: adminInputs({ token: ADMIN_TOKEN, method: method('POST', ['GET', 'PUT', 'PATCH', 'OPTIONS']), id: id(ids), body: strayBody }),
+        examples: examplesFor('POST', { id: ids[1], wrongMethod: 'GET', bodies: true }),
+        request: (input) => adminRequest(`/admin/${plural}/:id/secret`, input),
+        check: ({ res, input }) => {
+          if (res.statusCode >= 400) return expectJsonError(res);
+          // A ".." segment is resolved before routing: another route answered.
+          if (rerouted(input)) return;
+          expect(res.statusCode).toBe(200);
+          const body = res.json();
+          expect(Object.keys(body).sort()).toEqual([...view, secretField].sort());
+          expect(body[`${singular}_id`]).toBe(asSent(String(input.id)));
+          // At least 256 bits behind a readable prefix (base64url: 43 characters).
+          expect(body[secretField]).toMatch(/^aa_[a-z]+_[A-Za-z0-9_-]{43,}$/);
+        },
+      });
+      expectReached(report, { statuses: [200, 400, 401, 404, 413, 414, 415], codes: ['invalid_request', 'unauthorized', 'not_found'] });
+    });
+
+    it(`DELETE /admin/${plural}/:id: no 5xx, the error format, nothing removed when refused`, async () => {
+      const report = await fuzz({
+        app: server.admin,
+        db: server.services.db,
+        numRuns: RUNS.remove,
+        fixtures: () => fixtures,
+        refresh: restore,
+        arbitrary: adminInputs({ token: ADMIN_TOKEN, method: method('DELETE', ['GET', 'PUT', 'OPTIONS']), id: id(ids), body: strayBody }),
+        examples: examplesFor('DELETE', { id: ids[1], wrongMethod: 'PUT', bodies: true }),
+        request: (input) => adminRequest(`/admin/${plural}/:id`, input),
+        check: ({ res, input }) => {
+          if (res.statusCode >= 400) return expectJsonError(res);
+          // A ".." segment is resolved before routing: another route answered.
+          if (rerouted(input)) return;
+          if (input.method === 'GET') return expect(res.statusCode).toBe(200);
+          expect(res.statusCode).toBe(204);
+          expect(res.body).toBe('');
+        },
+      });
+      expectReached(report, { statuses: [204, 400, 401, 404, 413, 414, 415], codes: ['invalid_request', 'unauthorized', 'not_found'] });
+    });
+  }
+
   it('POST /admin/clients: no 5xx, the error format, nothing written when refused', async () => {
-    const report = await adminFuzz('/admin/clients', 'POST', { name, redirect_uris: redirectUris });
+    const report = await writeFuzz('/admin/clients', 'POST', { name, redirect_uris: redirectUris }, [], { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
     expectReached(report, { statuses: [201, 400, 401, 404, 413, 415] });
   });
 
   it('PATCH /admin/clients/:id: no 5xx, the error format, nothing written when refused', async () => {
-    const report = await adminFuzz('/admin/clients', 'PATCH', { name, redirect_uris: redirectUris, active }, ['client_id', 'client2_id']);
-    expectReached(report, { statuses: [200, 400, 401, 404, 413, 415] });
+    const report = await writeFuzz('/admin/clients/:id', 'PATCH', { name, redirect_uris: redirectUris, active }, ['client_id', 'client2_id'], { name: 'Shop' });
+    expectReached(report, { statuses: [200, 400, 401, 404, 413, 414, 415] });
   });
 
   it('POST /admin/agents: no 5xx, the error format, nothing written when refused', async () => {
-    const report = await adminFuzz('/admin/agents', 'POST', { email, name: [fc.oneof(name[0], fc.constant(null)), name[1]] });
+    const report = await writeFuzz('/admin/agents', 'POST', { email, name: [fc.oneof(name[0], fc.constant(null)), name[1]] }, [], { email: 'owner@example.com' });
     expectReached(report, { statuses: [201, 400, 401, 404, 413, 415] });
   });
 
   it('PATCH /admin/agents/:id: no 5xx, the error format, nothing written when refused', async () => {
-    const report = await adminFuzz('/admin/agents', 'PATCH', { name: [fc.oneof(name[0], fc.constant(null)), name[1]], active }, ['agent_id', 'agent2_id']);
-    expectReached(report, { statuses: [200, 400, 401, 404, 413, 415] });
+    const report = await writeFuzz('/admin/agents/:id', 'PATCH', { name: [fc.oneof(name[0], fc.constant(null)), name[1]], active }, ['agent_id', 'agent2_id'], { active: true });
+    expectReached(report, { statuses: [200, 400, 401, 404, 413, 414, 415] });
   });
 });

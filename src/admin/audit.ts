@@ -5,7 +5,11 @@ import { AUDIT_EVENTS } from '../audit.js';
 
 const id = z.string().min(1).max(200);
 // An instant with its offset, or a day (midnight UTC), so `--since 2025-01-31` works from a shell.
-const instant = z.union([z.iso.datetime({ offset: true }), z.iso.date()]).transform((value) => new Date(value));
+// Within PostgreSQL's years once the offset is applied: it has no year 0 and none past 9999.
+const instant = z
+  .union([z.iso.datetime({ offset: true }), z.iso.date()])
+  .transform((value) => new Date(value))
+  .refine((date) => date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999, 'must lie between the years 1 and 9999');
 
 const querySchema = z.object({
   agent_id: id.optional(),
