@@ -57,6 +57,11 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
   app.decorate('services', services);
   // Logs carry the same id as `reqId`: a caller quoting the header finds its request.
   app.addHook('onRequest', async (request, reply) => void reply.header('x-request-id', request.id));
+  // While draining, answers close their connection: one kept alive after closing began would hold
+  // the shutdown until its keep-alive timeout.
+  let closing = false;
+  app.addHook('preClose', async () => void (closing = true));
+  app.addHook('onSend', async (_request, reply) => void (closing && reply.header('connection', 'close')));
   return app;
 }
 
