@@ -1,6 +1,7 @@
 import { logAudit, logReuse } from '../audit.js';
 import { generateId, sha256 } from '../crypto/secrets.js';
 import { InvalidGrant, InvalidRequest } from '../errors.js';
+import { authenticateClient } from '../oauth/client-auth.js';
 import { newRefreshToken } from '../oauth/refresh-token.js';
 import { tokenResponse, type GrantHandler } from './token-response.js';
 
@@ -8,7 +9,8 @@ import { tokenResponse, type GrantHandler } from './token-response.js';
 const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
 /** RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.6, S256 only). */
-export const authorizationCodeGrant: GrantHandler = async (request, body) => {
+export const authorizationCodeGrant: GrantHandler = async (request, body, credentials) => {
+  await authenticateClient(request, credentials);
   const { code, redirect_uri: redirectUri, code_verifier: verifier } = body;
   if (!code) throw new InvalidRequest('code is required');
   // Every authorization request carried a redirect_uri, so the exchange must repeat it (§4.1.3).

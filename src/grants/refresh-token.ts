@@ -1,43 +1,64 @@
 import { logAudit, logReuse } from '../audit.js';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
+import { authenticateClient } from '../oauth/client-auth.js';
 import { newRefreshToken } from '../oauth/refresh-token.js';
 import { parseScope } from '../oauth/scopes.js';
 import { tokenResponse, type GrantHandler } from './token-response.js';
 
+/** The scope a refresh asks for: undefined when none, null when it names unknown values. */
+function requestedScope(scope: string | undefined): string[] | undefined | null {
+  try {
+    return scope === undefined ? undefined : parseScope(scope);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * RFC 6749 §6 with rotation (OAuth 2.1 §4.3.1): every use spends the token and issues its
  * successor; a spent token presented again revokes the whole family.
+ *
+ * A refresh that is in order takes one statement, which checks the client's secret along with the
+ * token (as SHA-256 digests: comparing digests tells nothing about a secret) and spends nothing
+ * otherwise. Anything else is sorted out afterwards, the client first, as on every client endpoint.
  */
-export const refreshTokenGrant: GrantHandler = async (request, body) => {
-  if (!body.refresh_token) throw new InvalidRequest('refresh_token is required');
-  const requested = body.scope === undefined ? undefined : parseScope(body.scope);
+export const refreshTokenGrant: GrantHandler = async (request, body, credentials) => {
   const { services } = request.server;
-  const { client } = request;
-  const tokenHash = sha256(body.refresh_token);
+  const { grants } = services.store;
+  const presented = body.refresh_token;
+  const requested = requestedScope(body.scope);
   const successor = newRefreshToken();
 
-  // A wider scope than granted is refused without spending the token; a narrower one applies to
-  // this access token only, the refresh token keeps its scope (§6).
-  const { grants } = services.store;
-  const grant = await grants.rotateRefreshToken({
-    tokenHash,
-    clientId: client.client_id,
-    newTokenHash: sha256(successor),
-    lifetimes: services.config.ttl,
-    scope: requested,
-  });
-
-  if (!grant) {
-    const live = requested && (await grants.findRefreshToken(tokenHash, client.client_id));
-    if (live && requested.some((s) => !live.scope.split(' ').includes(s))) {
-      throw new InvalidScope(`scope may narrow the granted scope "${live.scope}", never widen it`);
-    }
-    // A reused refresh token: its family is revoked (the audit trigger records reuse_detected and revoked).
-    const revoked = await grants.revokeIfSpent('refresh_token', tokenHash);
-    if (revoked) logReuse(request.log, revoked);
-    throw new InvalidGrant('the refresh token is invalid, expired or revoked');
+  // A narrower scope applies to this access token only; the refresh token keeps its scope (§6).
+  const grant =
+    presented && credentials.id && requested !== null
+      ? await grants.rotateRefreshToken({
+          tokenHash: sha256(presented),
+          clientId: credentials.id,
+          clientSecretHash: sha256(credentials.secret),
+          newTokenHash: sha256(successor),
+          lifetimes: services.config.ttl,
+          scope: requested,
+        })
+      : undefined;
+  if (grant) {
+    request.client = { client_id: grant.client_id };
+    logAudit(request.log, 'refreshed', { grant_id: grant.grant_id, client_id: grant.client_id, agent_id: grant.agent_id, model: grant.model });
+    return tokenResponse(request, { ...grant, scope: requested?.join(' ') ?? grant.scope }, successor);
   }
-  logAudit(request.log, 'refreshed', { grant_id: grant.grant_id, client_id: grant.client_id, agent_id: grant.agent_id, model: grant.model });
-  return tokenResponse(request, { ...grant, scope: requested?.join(' ') ?? grant.scope }, successor);
+
+  await authenticateClient(request, credentials);
+  if (!presented) throw new InvalidRequest('refresh_token is required');
+  const scope = body.scope === undefined ? undefined : parseScope(body.scope);
+  const tokenHash = sha256(presented);
+  // A wider scope than granted is refused without spending the token.
+  const live = scope && (await grants.findRefreshToken(tokenHash, request.client.client_id));
+  if (live && scope.some((s) => !live.scope.split(' ').includes(s))) {
+    throw new InvalidScope(`scope may narrow the granted scope "${live.scope}", never widen it`);
+  }
+  // A reused refresh token: its family is revoked (the audit trigger records reuse_detected and revoked).
+  const revoked = await grants.revokeIfSpent('refresh_token', tokenHash);
+  if (revoked) logReuse(request.log, revoked);
+  throw new InvalidGrant('the refresh token is invalid, expired or revoked');
 };

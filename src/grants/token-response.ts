@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { signAccessToken } from '../oauth/access-token.js';
+import type { PresentedCredentials } from '../oauth/client-auth.js';
 import type { GrantSubject } from '../store/grants.js';
 
 /** The body of a successful token response (RFC 6749 §5.1); both grant types answer with it. */
@@ -22,8 +23,12 @@ export interface TokenRequestFields {
   scope?: string;
 }
 
-/** One grant type: checks the request and issues tokens, or throws the OAuth error. */
-export type GrantHandler = (request: FastifyRequest, body: TokenRequestFields) => Promise<TokenResponse>;
+/**
+ * One grant type: authenticates the client (`credentials`, as presented), checks the request and
+ * issues tokens, or throws the OAuth error. A client that fails authentication hears invalid_client
+ * before anything about its request.
+ */
+export type GrantHandler = (request: FastifyRequest, body: TokenRequestFields, credentials: PresentedCredentials) => Promise<TokenResponse>;
 
 /** `grant.scope` is the scope of this access token (and the one reported back). */
 export async function tokenResponse(request: FastifyRequest, grant: GrantSubject, refreshToken: string): Promise<TokenResponse> {

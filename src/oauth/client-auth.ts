@@ -52,8 +52,15 @@ function basicCredentials(header: string | undefined): { id: string; secret: str
   return { id: formDecode(decoded.slice(0, colon)), secret: formDecode(decoded.slice(colon + 1)) };
 }
 
-/** The credentials a request presents; `id` is undefined when it names no client worth looking up. */
-export function presentedCredentials(request: FastifyRequest): { id?: string; secret: string } {
+export interface PresentedCredentials {
+  /** Undefined when the request names no client worth looking up. */
+  id?: string;
+  /** Empty when none was sent. */
+  secret: string;
+}
+
+/** The client credentials a request presents, by HTTP Basic or in the body. */
+export function presentedCredentials(request: FastifyRequest): PresentedCredentials {
   const body = request.body as { client_id?: string; client_secret?: string };
   const basic = basicCredentials(request.headers.authorization);
   // RFC 6749 §2.3: one method per request. A body client_id naming the same client is harmless.
@@ -75,8 +82,8 @@ export function acceptClient(request: FastifyRequest, secret: string, client: St
   request.client = { client_id: client.client_id };
 }
 
-async function authenticateClient(request: FastifyRequest) {
-  const { id, secret } = presentedCredentials(request);
+/** Reads the client the request names and accepts it, or throws invalid_client. */
+export async function authenticateClient(request: FastifyRequest, { id, secret }: PresentedCredentials = presentedCredentials(request)) {
   acceptClient(request, secret, id ? await request.server.services.store.clients.getWithSecret(id) : undefined);
 }
 
@@ -107,5 +114,5 @@ export const clientBudget = fp(async function clientBudget(app: FastifyInstance)
 /** Registered inside a route plugin: every route of that plugin requires an authenticated client. */
 export const clientAuthentication = fp(async function clientAuthentication(app: FastifyInstance) {
   await app.register(clientBudget);
-  app.addHook('preHandler', authenticateClient);
+  app.addHook('preHandler', (request) => authenticateClient(request));
 });

@@ -4,13 +4,12 @@ import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
-import { acceptClient, clientBudget, presentedCredentials, tokenRequest } from '../oauth/client-auth.js';
+import { acceptClient, clientBudget, presentedCredentials, tokenRequest, type PresentedCredentials as Credentials } from '../oauth/client-auth.js';
 import { noStore } from '../oauth/no-store.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
 import type { StoredClientCredentials } from '../store/clients.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
-type Credentials = ReturnType<typeof presentedCredentials>;
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 

@@ -5,7 +5,7 @@ import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
 import { authorizationCodeGrant } from '../grants/authorization-code.js';
 import { refreshTokenGrant } from '../grants/refresh-token.js';
 import { tokenResponseSchema, type GrantHandler } from '../grants/token-response.js';
-import { clientAuthentication, clientCredentials, param } from '../oauth/client-auth.js';
+import { authenticateClient, clientBudget, clientCredentials, param, presentedCredentials } from '../oauth/client-auth.js';
 import { noStore } from '../oauth/no-store.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
@@ -50,13 +50,16 @@ const schema = {
 export default async function tokenRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
-  await app.register(clientAuthentication);
+  await app.register(clientBudget);
 
   app.post('/token', { schema }, async (request) => {
+    const credentials = presentedCredentials(request);
     const grantType = request.body.grant_type;
-    if (!grantType) throw new InvalidRequest('grant_type is required');
-    const grant = GRANT_TYPES.get(grantType);
-    if (!grant) throw new UnsupportedGrantType(grantType);
-    return grant(request, request.body);
+    const grant = GRANT_TYPES.get(grantType ?? '');
+    if (!grant) {
+      await authenticateClient(request, credentials);
+      throw grantType ? new UnsupportedGrantType(grantType) : new InvalidRequest('grant_type is required');
+    }
+    return grant(request, request.body, credentials);
   });
 }

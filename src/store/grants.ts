@@ -166,12 +166,14 @@ export function createGrantStore(db: Db) {
      * Rotation: spends the presented refresh token and issues its successor with the same scope
      * (RFC 6749 §6), in one statement (one round trip, atomic without a transaction). A requested
      * `scope` that is not within the token's spends nothing, so the presented token stays usable.
-     * Undefined when the token is unknown, spent, expired, of another client, of a dead grant, or
-     * when the scope was refused (findRefreshToken tells which).
+     * Undefined when the token is unknown, spent, expired, of another client, of a dead grant, when
+     * the client's secret does not match, or when the scope was refused (the caller finds out which).
      */
     async rotateRefreshToken(input: {
       tokenHash: string;
       clientId: string;
+      /** SHA-256 of the secret the client presented: the token is spent only if it matches. */
+      clientSecretHash: string;
       newTokenHash: string;
       lifetimes: TokenLifetimes;
       scope?: string[];
@@ -181,7 +183,7 @@ export function createGrantStore(db: Db) {
            UPDATE refresh_tokens rt SET used_at = now()
            FROM grants g ${GRANT_JOINS}
            WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > now()
-             AND g.id = rt.grant_id AND g.client_id = $2 AND ${LIVE_GRANT}
+             AND g.id = rt.grant_id AND g.client_id = $2 AND c.secret_hash = $7 AND ${LIVE_GRANT}
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
            RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model
          ), successor AS (
@@ -199,7 +201,7 @@ export function createGrantStore(db: Db) {
          SELECT grant_id, client_id, agent_id, model, scope FROM spent`,
         [
           input.tokenHash, input.clientId, input.newTokenHash, input.lifetimes.refreshToken, input.lifetimes.accessToken,
-          input.scope ?? null,
+          input.scope ?? null, input.clientSecretHash,
         ],
       );
       return rows[0];
