@@ -36,9 +36,10 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
   const form = (p: ServerProcess, path: string, body: Record<string, string>) =>
     fetch(`${p.url}${path}`, { method: 'POST', body: new URLSearchParams(body) });
 
-  it('completes a sign-in whose every step lands on the other instance', async () => {
+  /** A sign-in whose every step lands on the other instance than the one before. */
+  async function signInAcross(email: string) {
     const client = await admin(a, '/admin/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
-    const agent = await admin(b, '/admin/agents', { email: 'owner@example.com' });
+    const agent = await admin(b, '/admin/agents', { email });
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
 
     const verifier = randomBytes(32).toString('base64url');
@@ -82,7 +83,11 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
       ...creds,
     })).json();
     expect(tokens.token_type).toBe('Bearer');
+    return { agent, creds, tokens };
+  }
 
+  it('completes a sign-in whose every step lands on the other instance', async () => {
+    const { agent, creds, tokens } = await signInAcross('owner@example.com');
     const info = await fetch(`${b.url}/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } });
     expect(await info.json()).toEqual({ sub: agent.agent_id, email: 'owner@example.com' });
 
@@ -94,5 +99,15 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
     expect((await form(a, '/revoke', { token: refreshed.refresh_token, ...creds })).status).toBe(200);
     const after = await fetch(`${b.url}/userinfo`, { headers: { authorization: `Bearer ${refreshed.access_token}` } });
     expect(after.status).toBe(401);
+  }, 60_000);
+
+  it('stops an agent everywhere at once: revoked through one instance, refused by the other', async () => {
+    const { agent, creds, tokens } = await signInAcross('kill-switch@example.com');
+    expect(await admin(a, `/admin/agents/${agent.agent_id}/revoke-grants`, {})).toEqual({ revoked: 1 });
+    expect((await fetch(`${b.url}/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token}` } })).status).toBe(401);
+    expect(await (await form(b, '/introspect', { token: tokens.access_token, ...creds })).json()).toEqual({ active: false });
+    const refresh = await form(b, '/token', { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, ...creds });
+    expect(refresh.status).toBe(400);
+    expect((await refresh.json()).error).toBe('invalid_grant');
   }, 60_000);
 });
