@@ -35,7 +35,7 @@ import { ADMIN_TOKEN, startTestServer, type TestServer } from './helpers/server.
 const RUNS = { listing: 1000, revoke: 1000, audit: 2000, paging: 60 };
 
 const GRANT_VIEW = [
-  'active', 'agent_id', 'client_id', 'client_name', 'created_at', 'expires_at', 'grant_id', 'last_refreshed_at', 'model',
+  'active', 'agent_id', 'client_id', 'client_name', 'created_at', 'email', 'expires_at', 'grant_id', 'last_refreshed_at', 'model',
   'revoked_at', 'revoked_reason', 'scope',
 ];
 const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name'];

@@ -93,11 +93,12 @@ describe(`agent owners: sign-in history and revocation (${storeName}, two instan
       expect(ofAgent.json.grants.map((g: { client_name: string }) => g.client_name)).toEqual(['News', 'Shop']);
       const [newsGrant, shopGrant] = ofAgent.json.grants;
       expect(Object.keys(shopGrant).sort()).toEqual(
-        ['active', 'agent_id', 'client_id', 'client_name', 'created_at', 'expires_at', 'grant_id', 'last_refreshed_at', 'model',
+        ['active', 'agent_id', 'client_id', 'client_name', 'created_at', 'email', 'expires_at', 'grant_id', 'last_refreshed_at', 'model',
           'revoked_at', 'revoked_reason', 'scope'].sort(),
       );
       expect(shopGrant).toMatchObject({
         agent_id: agentA.agent_id,
+        email: agentA.email,
         client_id: shop.client_id,
         client_name: 'Shop',
         scope: 'openid email profile',

@@ -11,6 +11,7 @@ const email = z.email().max(320);
 const grantView = z.object({
   grant_id: z.string(),
   agent_id: z.string(),
+  email: z.string().describe('the user the agent acts for'),
   client_id: z.string(),
   client_name: z.string(),
   scope: z.string(),

@@ -5,6 +5,8 @@ import { GRANT_JOINS, LIVE_GRANT, REVOKED_COLUMNS, type RevokedGrant } from './g
 export interface GrantRecord {
   grant_id: string;
   agent_id: string;
+  /** The user the agent acts for: what the website was given. */
+  email: string;
   client_id: string;
   client_name: string;
   scope: string;
@@ -38,9 +40,9 @@ const LEVELS: Record<RevocationLevel, { owner: string; column: string }> = {
   client: { owner: `SELECT id FROM clients WHERE id = $1`, column: 'client_id' },
 };
 
-const GRANT_ROWS = `SELECT g.id AS grant_id, g.agent_id, g.client_id, c.name AS client_name, g.scope, g.model, g.created_at,
+const GRANT_ROWS = `SELECT g.id AS grant_id, g.agent_id, u.email, g.client_id, c.name AS client_name, g.scope, g.model, g.created_at,
     g.last_refreshed_at, g.expires_at, g.revoked_at, g.revoked_reason, (${LIVE_GRANT}) AS active
-  FROM grants g ${GRANT_JOINS}`;
+  FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = g.user_id`;
 const NEWEST_FIRST = 'ORDER BY g.created_at DESC, g.id';
 
 /** Sign-in history and revocation at every level, for the admin API. */
