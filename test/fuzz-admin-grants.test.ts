@@ -6,6 +6,7 @@ import { storeName } from './helpers/database.js';
 import { agentAuthenticate, signInToCode, startAuthorize } from './helpers/flow.js';
 import {
   adminExample,
+  adminExamples,
   adminInputs,
   adminRequest,
   asSent,
@@ -15,7 +16,6 @@ import {
   fuzz,
   FUZZ_TIMEOUT,
   hostile,
-  HUGE,
   mostlyValid,
   ref,
   Ref,
@@ -45,21 +45,6 @@ const EVENT_VIEW = ['agent_id', 'at', 'client_id', 'detail', 'email', 'event', '
 const method = (usual: string, wrong: string[]) => fc.oneof({ weight: 14, arbitrary: fc.constant(usual) }, fc.constantFrom(...wrong));
 /** Absent (no filter) half the time, else one of the valid values. */
 const optional = (...values: fc.Arbitrary<unknown>[]) => fc.oneof({ weight: values.length, arbitrary: fc.constant(undefined) }, ...values);
-
-const BAD_BODIES: Body[] = [
-  { kind: 'text', text: HUGE, contentType: 'application/json' },
-  { kind: 'text', text: 'x', contentType: 'text/plain' },
-  { kind: 'text', text: '{', contentType: 'application/json' },
-];
-
-/** Hand-written inputs sent first, so that every status an assertion names comes up whatever the seed. */
-function examplesFor(valid: AdminInput[], options: { id?: boolean; bodies?: boolean } = {}): AdminInput[] {
-  const [first] = valid;
-  const out = [...valid, { ...first, authorization: undefined }, { ...first, authorization: `Bearer ${ADMIN_TOKEN}x` }, { ...first, method: 'PUT', body: undefined }];
-  if (options.id) out.push({ ...first, id: 'no-such-id' }, { ...first, rawId: 'a'.repeat(201) }, { ...first, rawId: '%zz' }, { ...first, id: 'nul\u0000' });
-  if (options.bodies) for (const body of BAD_BODIES) out.push({ ...first, body });
-  return out;
-}
 
 // Generated calls to the grant listings, the revocations at every level and the audit log, over a
 // store with real sign-ins in it; see helpers/fuzz.ts for what every run asserts.
@@ -181,7 +166,7 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
       const ids = ['agent_id', 'agent2_id', 'idle_agent_id'];
       const report = await listingFuzz('/admin/agents/:id/grants', {
         id: ids,
-        examples: examplesFor(ids.map((name) => adminExample({ method: 'GET', id: new Ref(name) })), { id: true }),
+        examples: adminExamples(ids.map((name) => adminExample({ method: 'GET', id: new Ref(name) })), { id: true, wrongMethod: 'PUT' }),
         check: (res, input) => {
           const body = res.json();
           expect(keysOf(body)).toEqual(['agent_id', 'grants']);
@@ -195,13 +180,13 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
     it('GET /admin/users?email=: no 5xx, the error format, only that user\'s agents and grants', async () => {
       const report = await listingFuzz('/admin/users', {
         query: mostlyValid({ email: [email, badEmail] }),
-        examples: examplesFor([
+        examples: adminExamples([
           adminExample({ method: 'GET', query: { email: new Ref('email') } }),
           adminExample({ method: 'GET', query: { email: new Ref('idle_email') } }),
           adminExample({ method: 'GET', query: { email: 'nobody@example.com' } }),
           adminExample({ method: 'GET', query: { email: 'not-an-email' } }),
           adminExample({ method: 'GET', query: { email: 'owner-fuzz@example.com' }, raw: ['email=x@example.com'] }),
-        ]),
+        ], { wrongMethod: 'PUT' }),
         check: (res, input) => {
           const body = res.json();
           expect(keysOf(body)).toEqual(['agents', 'email', 'grants']);
@@ -220,7 +205,7 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
       const ids = ['client_id', 'client2_id', 'quiet_client_id'];
       const report = await listingFuzz('/admin/clients/:id/agents', {
         id: ids,
-        examples: examplesFor(ids.map((name) => adminExample({ method: 'GET', id: new Ref(name) })), { id: true }),
+        examples: adminExamples(ids.map((name) => adminExample({ method: 'GET', id: new Ref(name) })), { id: true, wrongMethod: 'PUT' }),
         check: (res, input) => {
           const body = res.json();
           expect(keysOf(body)).toEqual(['agents', 'client_id']);
@@ -279,7 +264,7 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
     const byId = (route: string, ids: string[]) => async () => {
       const report = await revokeFuzz(route, {
         id: ids,
-        examples: examplesFor(ids.map((name) => adminExample({ method: 'POST', id: new Ref(name) })), { id: true, bodies: true }),
+        examples: adminExamples(ids.map((name) => adminExample({ method: 'POST', id: new Ref(name) })), { id: true, bodies: true, wrongMethod: 'PUT' }),
       });
       expectReached(report, { statuses: [200, 400, 401, 404, 413, 414, 415], codes: ['invalid_request', 'unauthorized', 'not_found'] });
       expectBothOutcomes();
@@ -293,14 +278,14 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
       const json = (value: unknown): Body => ({ kind: 'json', value, contentType: 'application/json' });
       const report = await revokeFuzz('/admin/users/revoke-grants', {
         body: bodies(mostlyValid({ email: [email, badEmail] }), 'json'),
-        examples: examplesFor([
+        examples: adminExamples([
             adminExample({ method: 'POST', body: json({ email: new Ref('email') }) }),
             adminExample({ method: 'POST', body: json({ email: new Ref('idle_email') }) }),
             adminExample({ method: 'POST', body: json({ email: 'nobody@example.com' }) }),
             adminExample({ method: 'POST', body: json({ email: 'owner-fuzz@example.com', extra: 1 }) }),
             adminExample({ method: 'POST', body: json({ email: ['owner-fuzz@example.com'] }) }),
           ],
-          { bodies: true },
+          { bodies: true, wrongMethod: 'PUT' },
         ),
       });
       expectReached(report, { statuses: [200, 400, 401, 404, 413, 415], codes: ['invalid_request', 'unauthorized', 'not_found'] });
@@ -404,7 +389,7 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
         readOnly: true,
         fixtures: () => fixtures,
         arbitrary: adminInputs({ token: ADMIN_TOKEN, method: method('GET', ['PUT', 'PATCH', 'DELETE', 'OPTIONS']), query: filters, body: strayBody }),
-        examples: examplesFor([
+        examples: adminExamples([
           query({}),
           query({ limit: '1' }),
           query({ limit: '2', cursor: new Ref('cursor') }),
@@ -419,7 +404,7 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
           query({ event: 'nope' }),
           query({ email: 'not-an-email' }),
           query({ agent_id: 'nul\u0000' }),
-        ]),
+        ], { wrongMethod: 'PUT' }),
         request: (input) => adminRequest('/admin/audit', input),
         check: ({ res, input }) => {
           if (res.statusCode >= 400) return expectJsonError(res);

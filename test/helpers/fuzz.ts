@@ -543,6 +543,25 @@ export function adminExample(input: Partial<AdminInput> & { method: string }): A
   return { id: undefined, rawId: null, query: {}, raw: [], body: undefined, authorization: new Ref('admin_token'), ...input };
 }
 
+/**
+ * Hand-written admin inputs sent before the generated ones, so that every status an assertion names
+ * comes up whatever the seed: the valid calls, then the first without a token, with a wrong one and
+ * with `wrongMethod`; with `id`, an unknown, an over-long, a badly encoded and a NUL id; with
+ * `bodies`, an over-large body, an unsupported content type and malformed JSON.
+ */
+export function adminExamples(valid: AdminInput[], options: { id?: boolean; bodies?: boolean; wrongMethod?: string } = {}): AdminInput[] {
+  const [first] = valid;
+  const out = [...valid, { ...first, authorization: undefined }, { ...first, authorization: 'Bearer not-the-admin-token' }];
+  if (options.wrongMethod) out.push({ ...first, method: options.wrongMethod, body: undefined });
+  if (options.id) out.push({ ...first, id: 'no-such-id' }, { ...first, rawId: 'a'.repeat(201) }, { ...first, rawId: '%zz' }, { ...first, id: 'nul\u0000' });
+  if (options.bodies) {
+    for (const [text, contentType] of [[HUGE, 'application/json'], ['x', 'text/plain'], ['{', 'application/json']]) {
+      out.push({ ...first, body: { kind: 'text', text, contentType } });
+    }
+  }
+  return out;
+}
+
 /** The request for `route` ("/admin/clients/:id/secret") with the resolved input's id, query, body and header. */
 export function adminRequest(route: string, input: AdminInput): InjectOptions {
   const { id, rawId, body } = input;
