@@ -27,14 +27,15 @@ export const refreshTokenGrant: GrantHandler = async (request, body, credentials
   const { services } = request.server;
   const { grants } = services.store;
   const presented = body.refresh_token;
+  const tokenHash = presented && sha256(presented);
   const requested = requestedScope(body.scope);
   const successor = newRefreshToken();
 
   // A narrower scope applies to this access token only; the refresh token keeps its scope (§6).
   const grant =
-    presented && credentials.id && requested !== null
+    tokenHash && credentials.id && requested !== null
       ? await grants.rotateRefreshToken({
-          tokenHash: sha256(presented),
+          tokenHash,
           clientId: credentials.id,
           clientSecretHash: sha256(credentials.secret),
           newTokenHash: sha256(successor),
@@ -49,9 +50,8 @@ export const refreshTokenGrant: GrantHandler = async (request, body, credentials
   }
 
   await authenticateClient(request, credentials);
-  if (!presented) throw new InvalidRequest('refresh_token is required');
+  if (!tokenHash) throw new InvalidRequest('refresh_token is required');
   const scope = body.scope === undefined ? undefined : parseScope(body.scope);
-  const tokenHash = sha256(presented);
   // A wider scope than granted is refused without spending the token.
   const live = scope && (await grants.findRefreshToken(tokenHash, request.client.client_id));
   if (live && scope.some((s) => !live.scope.split(' ').includes(s))) {

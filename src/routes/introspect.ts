@@ -10,7 +10,6 @@ import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
 import type { StoredClientCredentials } from '../store/clients.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
-
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 
 type Answer = z.infer<typeof introspectionResponse>;

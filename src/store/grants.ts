@@ -84,14 +84,14 @@ const refreshToken = (tokenHash: string, clientId: string) =>
 
 export function createGrantStore(db: Db) {
   /**
-   * The client `clientId` ($1) and the token row that `join` (a LEFT JOIN LATERAL aliased t) finds
-   * for it; `present` is a column that row always has, so its NULL means no row.
+   * The client `clientId` ($1) and the row `lookup` (a query over $1 and `params`) finds for it;
+   * `present` is a column that row always has, so its NULL means no row.
    */
-  async function introspected<T>(clientId: string, join: string, params: unknown[], present: keyof T & string) {
+  async function introspected<T>(clientId: string, lookup: string, params: unknown[], present: keyof T & string) {
     type Row = T & { asking_client_id: string; asking_secret_hash: string; asking_active: boolean };
     const { rows } = await db.query<Row>(
       `SELECT c.id AS asking_client_id, c.secret_hash AS asking_secret_hash, c.active AS asking_active, t.*
-       FROM clients c ${join} WHERE c.id = $1`,
+       FROM clients c LEFT JOIN LATERAL (${lookup}) t ON true WHERE c.id = $1`,
       [clientId, ...params],
     );
     if (!rows[0]) return undefined;
@@ -218,7 +218,7 @@ export function createGrantStore(db: Db) {
      * token with this hash if it was issued to that client. Undefined when there is no such client.
      */
     async introspectRefreshToken(clientId: string, tokenHash: string): Promise<Introspected<ActiveRefreshToken> | undefined> {
-      return introspected<ActiveRefreshToken>(clientId, `LEFT JOIN LATERAL (${refreshToken('$2', '$1')}) t ON true`, [tokenHash], 'grant_id');
+      return introspected<ActiveRefreshToken>(clientId, refreshToken('$2', '$1'), [tokenHash], 'grant_id');
     },
 
     /**
@@ -226,12 +226,7 @@ export function createGrantStore(db: Db) {
      * client, and the token's live grant if it is that client's.
      */
     async introspectAccessToken(clientId: string, grantId: string, jti: string): Promise<Introspected<ActiveAccessGrant> | undefined> {
-      return introspected<ActiveAccessGrant>(
-        clientId,
-        `LEFT JOIN LATERAL (${accessGrant('$2', '$3')} AND g.client_id = $1) t ON true`,
-        [grantId, jti],
-        'agent_id',
-      );
+      return introspected<ActiveAccessGrant>(clientId, `${accessGrant('$2', '$3')} AND g.client_id = $1`, [grantId, jti], 'agent_id');
     },
 
     /**
