@@ -16,7 +16,9 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
 FROM node:20-bookworm-slim
-ENV NODE_ENV=production DATA_DIR=/data
+# On SIGTERM /readyz turns 503 at once and the server keeps serving 5 s more, so that the load
+# balancer stops routing here before the drain (docs/operations.md, "Failure modes").
+ENV NODE_ENV=production DATA_DIR=/data SHUTDOWN_DELAY_SECONDS=5
 WORKDIR /app
 # Code stays owned by root (read-only to the server); only /data is writable by the `node` user.
 COPY --from=deps /app/node_modules ./node_modules
@@ -32,7 +34,7 @@ EXPOSE 3000 3001
 # The slim image has no curl; Node's fetch does the probe.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
-# Migrations run at start; SIGTERM drains requests and closes the store within 10 s.
+# Migrations run at start; SIGTERM waits SHUTDOWN_DELAY_SECONDS, then drains requests and closes the store within 10 s.
 # The V8 flags are npm start's: a smaller young generation and a slower-growing heap keep the
 # resident size near 110 MB under load instead of 190 MB, at no measurable CPU cost (bench/README.md).
 CMD ["node", "--max-semi-space-size=4", "--heap-growing-percent=50", "dist/main.js"]

@@ -64,11 +64,12 @@ const codeCount = Number(args.codes ?? (smoke ? 50 : 3000));
 // A smoke run checks that everything works end to end; the million rows take minutes to seed.
 const largeRows = smoke || onlyOps || args['no-large'] ? 0 : Number(args.rows);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404 };
+const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408 };
 const PEER_NOTE =
   'node-oidc-provider 9 (Koa) with a PostgreSQL key/value adapter (bench/peers/oidc-provider), opaque access tokens ' +
   '(its default; each one is a row), rotating refresh tokens, HS256 ID tokens, accounts in memory. It prints ' +
-  '"Unsupported runtime" on Node 20 but runs.';
+  '"Unsupported runtime" on Node 20 but runs. "peer in memory": the same with its default in-memory adapter ' +
+  '(no database; one process only, nothing survives a restart), the fastest configuration it has.';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
@@ -239,11 +240,18 @@ async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
   }
 }
 
-async function benchPeer(store: BenchStore, report: Partial<StoreReport>) {
+/** node-oidc-provider over the store under test, or (`inMemory`) with its own in-memory adapter. */
+async function benchPeer(store: BenchStore, report: Partial<StoreReport>, inMemory = false) {
   const location = store.location('peer');
-  const env: Record<string, string> = location.url ? { DATABASE_URL: location.url } : { DATA_DIR: location.dataDir! };
-  const server = await tsxProcess('peer', 'bench/peers/oidc-provider/server.ts', env, PORTS.peer);
-  const base = `http://127.0.0.1:${PORTS.peer}`;
+  const env: Record<string, string> = inMemory
+    ? { PEER_ADAPTER: 'memory' }
+    : location.url
+      ? { DATABASE_URL: location.url }
+      : { DATA_DIR: location.dataDir! };
+  const port = inMemory ? PORTS.peerMemory : PORTS.peer;
+  const name = inMemory ? 'peer in memory' : 'peer';
+  const server = await tsxProcess(name, 'bench/peers/oidc-provider/server.ts', env, port);
+  const base = `http://127.0.0.1:${port}`;
   try {
     const access = (await peerSignIn(base, 'bench-account')).access_token;
     const chains = await inParallel(load.connections, load.connections, async (i) => (await peerSignIn(base, `bench-account-${i}`)).refresh_token);
@@ -254,8 +262,8 @@ async function benchPeer(store: BenchStore, report: Partial<StoreReport>) {
       hammer({ url: `${base}/token/introspection`, method: 'POST', headers: FORM, body: peerIntrospectBody(access) }, load),
     );
     peer['token (refresh_token)'] = await measured('token (refresh_token)', server, store, () => hammer(refreshChain(`${base}/token`, chains, peerRefreshBody), load));
-    report.peer = peer;
-    report.rssMb!.peer = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
+    report[inMemory ? 'peerInMemory' : 'peer'] = peer;
+    report.rssMb![name] = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
   } finally {
     await server.stop();
   }
@@ -310,6 +318,8 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
     if (!args['no-peer']) {
       log('node-oidc-provider');
       await benchPeer(store, report);
+      log('node-oidc-provider, in-memory adapter');
+      await benchPeer(store, report, true);
     }
   } finally {
     await store.dispose();

@@ -4,6 +4,8 @@ import adminAgentRoutes from './admin/agents.js';
 import adminAuditRoutes from './admin/audit.js';
 import adminClientRoutes from './admin/clients.js';
 import adminGrantRoutes from './admin/grants.js';
+import consolePlugin from './console/index.js';
+import adminKeyRoutes from './admin/keys.js';
 import { safeEqual, sha256 } from './crypto/secrets.js';
 import { Unauthorized } from './errors.js';
 import errorHandler from './plugins/error-handler.js';
@@ -33,7 +35,10 @@ export async function buildAdminApp(
     await admin.register(adminAgentRoutes);
     await admin.register(adminGrantRoutes);
     await admin.register(adminAuditRoutes);
+    await admin.register(adminKeyRoutes);
   }, { prefix: '/admin' });
+  // The web console signs in with the same token and acts through the same functions (src/console).
+  await app.register(consolePlugin, { prefix: '/console', adminToken });
 
   return app;
 }

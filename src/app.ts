@@ -2,6 +2,7 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { TrustProxy } from './config.js';
 import { loggerOptions } from './logger.js';
 import errorHandler, { sendError, toOAuthError } from './plugins/error-handler.js';
 import htmlPages from './plugins/html-pages.js';
@@ -9,6 +10,7 @@ import { requestMetrics } from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import rateLimits from './plugins/rate-limit.js';
 import agentAuthenticateRoute from './routes/agent-authenticate.js';
+import assetRoutes from './routes/assets.js';
 import authorizeRoute from './routes/authorize.js';
 import authorizeCompleteRoute from './routes/authorize-complete.js';
 import authorizeDecisionRoute from './routes/authorize-decision.js';
@@ -35,12 +37,21 @@ export interface AppOptions {
   loggerInstance?: FastifyServerOptions['loggerInstance'];
 }
 
+/**
+ * TRUST_PROXY for Fastify. A hop count trusts that many proxies, the nearest first, so the address
+ * the outermost of them saw is the client's (docs/operations.md); Fastify given a bare number
+ * trusts none, hence the function.
+ */
+function trustProxyOption(trusted: TrustProxy): FastifyServerOptions['trustProxy'] {
+  return typeof trusted === 'number' ? (_address: string, hop: number) => hop < trusted : trusted;
+}
+
 /** Shared by the public and the admin listener: logging, validation, error format. */
 export function createFastify(services: Services, options: AppOptions = {}): FastifyInstance {
   const app = Fastify({
     logger: options.loggerInstance ? undefined : (options.logger ?? loggerOptions(services.config.logLevel)),
     loggerInstance: options.loggerInstance,
-    trustProxy: services.config.trustProxy,
+    trustProxy: trustProxyOption(services.config.trustProxy),
     bodyLimit: 64 * 1024,
     requestIdHeader: false,
     genReqId: (req) => {
@@ -87,5 +98,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(authorizeDecisionRoute);
   await app.register(agentAuthenticateRoute);
   await app.register(checkStatusRoute);
+  await app.register(assetRoutes);
   return app;
 }

@@ -1,30 +1,7 @@
-import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import type { RequestState } from './store/requests.js';
+import type { FastifyBaseLogger } from 'fastify';
+import type { AuditEvent } from './store/audit.js';
 
-/** Every event of the audit log (table audit_events, migrations/003), in the order a sign-in meets them. */
-export const AUDIT_EVENTS = [
-  'authorize_started',
-  'agent_authenticated',
-  'agent_authentication_failed',
-  'completed',
-  'denied',
-  'expired',
-  'token_issued',
-  'refreshed',
-  'reuse_detected',
-  'revoked',
-] as const;
-export type AuditEvent = (typeof AUDIT_EVENTS)[number];
-
-/** Why an agent's authentication failed; kept in the audit log only, never told to the caller. */
-export type AuthenticationFailure =
-  | 'unknown_agent'
-  | 'wrong_secret'
-  | 'inactive_agent'
-  | 'request_not_found'
-  | 'request_expired'
-  | 'request_denied'
-  | 'request_taken';
+export { AUDIT_EVENTS, type AuditEvent, type AuthenticationFailure } from './store/audit.js';
 
 /** Ids and names only: never a secret, code or token. */
 export interface AuditFields {
@@ -48,14 +25,4 @@ export function logAudit(log: FastifyBaseLogger, event: AuditEvent, fields: Audi
 export function logReuse(log: FastifyBaseLogger, grant: AuditFields): void {
   logAudit(log, 'reuse_detected', grant, 'warn');
   logAudit(log, 'revoked', grant, 'warn');
-}
-
-/**
- * The `expired` line and the expired sign-in counted, once per sign-in: by the read that noticed
- * its expiry and recorded it (however often the expiry is reported afterwards).
- */
-export function noteExpiry(request: FastifyRequest, state: RequestState): void {
-  if (!state.newly_expired) return;
-  request.server.services.metrics.signIns.inc({ stage: 'expired' });
-  logAudit(request.log, 'expired', { request_id: state.id, client_id: state.client_id, agent_id: state.agent_id, model: state.model });
 }

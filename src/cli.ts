@@ -2,8 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { adminTokenPath } from './admin/admin-token.js';
+import { defaultOf } from './config.js';
 
-/** `agent-auth`: the operators' command line over the admin API (decisions.md, Admin API). */
+/** `agent-auth`: the operators' command line over the admin API (docs/protocol.md, README "Registering"). */
 
 class CliError extends Error {}
 
@@ -18,7 +19,8 @@ interface GlobalOptions {
 // ADMIN_TOKEN wins; else the token the server wrote beside its data, as on the same machine.
 function adminToken(options: GlobalOptions): string {
   if (options.token) return options.token;
-  const file = adminTokenPath(process.env.DATA_DIR || './data');
+  if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
+  const file = adminTokenPath(process.env.DATA_DIR || defaultOf('DATA_DIR'));
   try {
     return readFileSync(file, 'utf8').trim();
   } catch {
@@ -42,7 +44,10 @@ async function request(options: GlobalOptions, method: string, path: string, bod
   } catch (err) {
     if (err instanceof CliError) throw err;
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-    throw new CliError(`cannot reach the admin API at ${options.url} (${cause})`);
+    throw new CliError(
+      `cannot reach the admin API at ${options.url} (${cause}); is the server running? ` +
+        'Point the CLI at its admin listener with --url, AGENT_AUTH_ADMIN_URL or ADMIN_PORT',
+    );
   }
   const text = await res.text();
   const data = text ? JSON.parse(text) : undefined;
@@ -50,7 +55,18 @@ async function request(options: GlobalOptions, method: string, path: string, bod
   return data;
 }
 
-const show = (value: unknown) => (Array.isArray(value) ? value.join(', ') : value === null ? '-' : String(value));
+// Control, format (bidi, zero-width) and line-separator characters: printed raw, a value could move
+// the cursor, recolour or reorder the terminal, or forge a line of output (an audit row, say).
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+const escapeUnit = (char: string) => Array.from({ length: char.length }, (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+
+/** `text` with every unprintable character written as JSON escapes it (\uXXXX per UTF-16 unit). */
+const escapeControls = (text: string) => text.replace(UNPRINTABLE, escapeUnit);
+
+const show = (value: unknown) => escapeControls(Array.isArray(value) ? value.join(', ') : value === null ? '-' : String(value));
+
+/** JSON.stringify escapes C0 controls inside strings; the rest is escaped here, leaving the layout's newlines. */
+const printJson = (data: unknown) => console.log(JSON.stringify(data, null, 2).replace(/[^\P{Cc}\n]|[\p{Cf}\u2028\u2029]/gu, escapeUnit));
 
 function printRecord(row: Row) {
   const width = Math.max(...Object.keys(row).map((k) => k.length));
@@ -68,7 +84,7 @@ const globals = (c: Command) => c.optsWithGlobals<GlobalOptions>();
 
 /** The raw JSON with --json, else the readable form. */
 function print<T>(c: Command, data: T, readable: (data: T) => void) {
-  if (globals(c).json) console.log(JSON.stringify(data, null, 2));
+  if (globals(c).json) printJson(data);
   else readable(data);
 }
 
@@ -124,7 +140,7 @@ function resourceCommand(resource: Resource): Command {
 
   // Prints one record; secrets get a reminder on stderr so that --json output stays clean.
   const output = (c: Command, data: unknown) => {
-    if (globals(c).json) return console.log(JSON.stringify(data, null, 2));
+    if (globals(c).json) return printJson(data);
     printRecord(data as Row);
     if ((data as Row)[resource.secretField]) {
       console.error(`note: ${resource.secretField} is shown only this once; store it now`);
@@ -143,7 +159,7 @@ function resourceCommand(resource: Resource): Command {
     .description(`list ${plural}`)
     .action(async (_options, c: Command) => {
       const data = (await request(globals(c), 'GET', path())) as Record<string, Row[]>;
-      if (globals(c).json) console.log(JSON.stringify(data, null, 2));
+      if (globals(c).json) printJson(data);
       else printTable(data[plural], resource.columns);
     });
 
@@ -176,8 +192,8 @@ function resourceCommand(resource: Resource): Command {
     .description(`delete ${a}`)
     .action(async (id: string, _options, c: Command) => {
       await request(globals(c), 'DELETE', path(id));
-      if (globals(c).json) console.log(JSON.stringify({ deleted: id }));
-      else console.log(`deleted ${singular} ${id}`);
+      if (globals(c).json) printJson({ deleted: id });
+      else console.log(`deleted ${singular} ${show(id)}`);
     });
 
   return cmd;
@@ -229,7 +245,7 @@ usersCommand
   .action(async (email: string, _options, c: Command) => {
     const data = (await request(globals(c), 'GET', `/users?email=${segment(email)}`)) as { email: string; agents: Row[]; grants: Row[] };
     print(c, data, ({ email: shown, agents, grants }) => {
-      console.log(`email  ${shown}\n\nagents`);
+      console.log(`email  ${show(shown)}\n\nagents`);
       printTable(agents, ['agent_id', 'name', 'active', 'created_at']);
       console.log('\ngrants');
       printTable(grants, GRANT_COLUMNS);
@@ -245,21 +261,33 @@ const grantsCommand = new Command('grants')
     revokeCommand('revoke', '<id>', 'revoke one grant: that website loses the agent', (id) => `/grants/${segment(id)}/revoke`),
   );
 
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$/;
+const parseDate = (value: string) => {
+  if (!ISO_DATE.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new InvalidArgumentError('expected an ISO 8601 date, e.g. 2025-01-31 or 2025-01-31T12:00:00Z');
+  }
+  return value;
+};
+const parseLimit = (value: string) => {
+  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 200) throw new InvalidArgumentError('expected a whole number from 1 to 200');
+  return value;
+};
+
 // Flag -> query parameter of GET /admin/audit.
-const AUDIT_FILTERS: [flags: string, description: string, param: string][] = [
+const AUDIT_FILTERS: [flags: string, description: string, param: string, parse?: (value: string) => string][] = [
   ['--agent <id>', 'events of this agent', 'agent_id'],
   ['--email <email>', "events of this user's agents", 'email'],
   ['--client <id>', 'events at this website (client)', 'client_id'],
   ['--request <id>', 'events of this authorization request', 'request_id'],
   ['--event <event>', 'only this event, e.g. revoked', 'event'],
-  ['--since <iso>', 'from this time on (ISO 8601, e.g. 2025-01-31 or 2025-01-31T12:00:00Z)', 'from'],
-  ['--until <iso>', 'before this time (ISO 8601)', 'to'],
-  ['--limit <n>', 'events per page (1-200, default 50)', 'limit'],
+  ['--since <date>', 'from this time on (ISO 8601: 2025-01-31 or 2025-01-31T12:00:00Z)', 'from', parseDate],
+  ['--until <date>', 'before this time (ISO 8601: 2025-01-31 or 2025-01-31T12:00:00Z)', 'to', parseDate],
+  ['--limit <n>', 'events per page (1-200, default 50)', 'limit', parseLimit],
   ['--cursor <cursor>', 'the next page, as printed after the previous one', 'cursor'],
 ];
 
 const auditCommand = new Command('audit').description('the audit log, newest first');
-for (const [flags, description] of AUDIT_FILTERS) auditCommand.option(flags, description);
+for (const [flags, description, , parse] of AUDIT_FILTERS) auditCommand.addOption(parse ? new Option(flags, description).argParser(parse) : new Option(flags, description));
 auditCommand.action(async (options: Record<string, string>, c: Command) => {
   const query = new URLSearchParams();
   for (const [flags, , param] of AUDIT_FILTERS) {
@@ -269,16 +297,37 @@ auditCommand.action(async (options: Record<string, string>, c: Command) => {
   const data = (await request(globals(c), 'GET', `/audit?${query}`)) as { events: Row[]; next_cursor: string | null };
   print(c, data, ({ events, next_cursor }) => {
     printTable(events, ['id', 'at', 'event', 'agent_id', 'client_id', 'model', 'reason']);
-    if (next_cursor) console.error(`more: --cursor ${next_cursor}`);
+    if (next_cursor) console.error(`more: --cursor ${show(next_cursor)}`);
   });
 });
 
-const defaultUrl = process.env.AGENT_AUTH_ADMIN_URL || `http://127.0.0.1:${process.env.ADMIN_PORT || 3001}`;
+// The ID token signing keys (OpenID Connect mode).
+const printKeys = (data: { alg: string; current_kid: string; keys: Row[] }) => {
+  console.log(`alg          ${show(data.alg)}\ncurrent kid  ${show(data.current_kid)}\n\npublished`);
+  printTable(data.keys, ['kid', 'alg', 'kty']);
+};
+const keysCommand = new Command('keys').description('the keys that sign ID tokens (OpenID Connect mode)');
+keysCommand
+  .command('list')
+  .description('show the current key and every key still published in the JWKS')
+  .action(async (_options, c: Command) => print(c, (await request(globals(c), 'GET', '/keys')) as Parameters<typeof printKeys>[0], printKeys));
+keysCommand
+  .command('rotate')
+  .description('make a new key current; the old one stays published until the tokens it signed have expired')
+  .action(async (_options, c: Command) => print(c, (await request(globals(c), 'POST', '/keys/rotate')) as Parameters<typeof printKeys>[0], printKeys));
+
+// The server's own defaults (src/config.ts), so the two cannot drift apart.
+const defaultUrl = process.env.AGENT_AUTH_ADMIN_URL || `http://127.0.0.1:${process.env.ADMIN_PORT || defaultOf('ADMIN_PORT')}`;
+
+// The package's version, from the package.json two floors up (src/ or dist/ alike).
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 const program = new Command('agent-auth')
+  .version(version)
   .description('Manage the websites (clients) and agents registered with an agent-auth server, their sign-ins and the audit log.')
   .option('--url <url>', 'admin API base URL (env AGENT_AUTH_ADMIN_URL)', defaultUrl)
-  .option('--token <token>', 'admin token (env ADMIN_TOKEN, else $DATA_DIR/admin-token)', process.env.ADMIN_TOKEN || undefined)
+  // No default value: --help would print the token.
+  .option('--token <token>', 'admin token (env ADMIN_TOKEN, else $DATA_DIR/admin-token)')
   .option('--json', 'print the raw JSON responses')
   .addCommand(
     withClientAgents(resourceCommand({
@@ -313,9 +362,10 @@ const program = new Command('agent-auth')
   )
   .addCommand(usersCommand)
   .addCommand(grantsCommand)
-  .addCommand(auditCommand);
+  .addCommand(auditCommand)
+  .addCommand(keysCommand);
 
 program.parseAsync().catch((err: unknown) => {
-  console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+  console.error(`error: ${escapeControls(err instanceof Error ? err.message : String(err))}`);
   process.exitCode = 1;
 });

@@ -57,11 +57,47 @@ export class UnsupportedResponseType extends OAuthError {
   }
 }
 
-/** RFC 6750: the resource-server side of a bad bearer token; the spec fixes its code and text. */
+/**
+ * RFC 6750 §3.1: a missing, invalid, expired or revoked bearer token. `presented`: a token came and
+ * failed; with none at all, the challenge names no error. The body's code is `invalid_token` unless
+ * the endpoint fixes another (/userinfo's is `invalid_request`, docs/protocol.md).
+ */
 export class InvalidToken extends OAuthError {
+  constructor(presented: boolean, bodyError = 'invalid_token') {
+    super(bodyError, 'missing or invalid access token', 401);
+    this.headers['www-authenticate'] = presented ? 'Bearer error="invalid_token"' : 'Bearer';
+  }
+}
+
+/** The person denied the sign-in, an operator ended it, or it is reserved for another agent. */
+export class AccessDenied extends OAuthError {
+  constructor(description: string, statusCode = 403, error = 'access_denied') {
+    super(error, description, statusCode);
+  }
+}
+
+/** A form post without a valid anti-forgery token: nothing was changed. */
+export class FormRejected extends OAuthError {
+  constructor(description: string) {
+    super('invalid_request', description, 403);
+  }
+}
+
+export class PayloadTooLarge extends OAuthError {
   constructor() {
-    super('invalid_request', 'missing or invalid access token', 401);
-    this.headers['www-authenticate'] = 'Bearer error="invalid_token"';
+    super('invalid_request', 'request body is too large', 413);
+  }
+}
+
+export class UriTooLong extends OAuthError {
+  constructor() {
+    super('invalid_request', 'a path segment is too long', 414);
+  }
+}
+
+export class UnsupportedMediaType extends OAuthError {
+  constructor() {
+    super('invalid_request', 'unsupported content type', 415);
   }
 }
 

@@ -14,12 +14,26 @@ async function main() {
     throw err;
   }
   const server = await startServer(config);
-  process.stdout.write(`agent-auth listening on ${server.url} (issuer ${config.issuer}); admin API on ${server.adminUrl}\n`);
-  closeWithGrace({ delay: 10_000 }, async ({ err, signal }) => {
+  // The pre-stop delay, then up to 10 s to drain; past that the process exits 1.
+  closeWithGrace({ delay: (config.shutdownDelaySeconds + 10) * 1000 }, async ({ err, signal }) => {
     if (err) process.stderr.write(`agent-auth: shutting down after error: ${err.message}\n`);
-    else if (signal) process.stdout.write(`agent-auth: ${signal} received, draining\n`);
+    else if (signal) {
+      const delay = config.shutdownDelaySeconds;
+      process.stdout.write(`agent-auth: ${signal} received, ${delay ? `not ready; draining in ${delay} s` : 'draining'}\n`);
+    }
     await server.close();
   });
+  // Only now: whoever waits for this line may signal the process at once.
+  process.stdout.write(
+    [
+      `agent-auth ready; websites and agents use the issuer ${config.issuer}`,
+      `  discovery    ${config.issuer}/.well-known/oauth-authorization-server`,
+      `  public       listening on ${server.url}`,
+      `  admin API    listening on ${server.adminUrl}`,
+      `  admin token  ${server.adminTokenSource}`,
+      '',
+    ].join('\n'),
+  );
 }
 
 main().catch((err) => {

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type SignInStage = 'started' | 'authenticated' | 'completed' | 'denied' | 'expired';
 
@@ -35,6 +35,17 @@ export function createMetrics() {
       name: 'agent_auth_failures_total',
       help: 'Error responses by error code and route pattern',
       labelNames: ['error', 'route'] as const,
+      registers,
+    }),
+    rateLimitStoreDegraded: new Gauge({
+      name: 'agent_auth_rate_limit_store_degraded',
+      help: '1 while the shared rate-limit store (Redis) fails or times out, so that limits fail open; 0 otherwise',
+      registers,
+    }),
+    grantCacheReads: new Counter({
+      name: 'agent_auth_grant_cache_reads_total',
+      help: 'Grant reads of /userinfo and access-token /introspect: hit (answered from memory), miss (read from the store, then kept), bypass (read from the store: the cache is off, or its notifications are not assured)',
+      labelNames: ['result'] as const,
       registers,
     }),
     rateLimitHits: new Counter({

@@ -32,6 +32,13 @@ export const htmlPage = (description: string) => ({ description, content: { 'tex
 /** A response without a body: a redirect, or /revoke's empty 200. */
 export const noBody = (description: string) => z.null().optional().describe(description);
 
+/**
+ * Route option for the hot endpoints (/userinfo, /introspect), whose handlers build every answer
+ * from checked values: the response schemas still document the answers, but each one is
+ * serialised as it is instead of being validated again on every request.
+ */
+export const serializeAsBuilt = () => (data: unknown) => JSON.stringify(data);
+
 /** Endpoints that take form-urlencoded bodies (RFC 6749) take JSON as well. */
 export const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json'];
 

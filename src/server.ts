@@ -1,22 +1,30 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { collectDefaultMetrics } from 'prom-client';
 import { buildAdminApp } from './admin-app.js';
-import { resolveAdminToken } from './admin/admin-token.js';
+import { adminTokenPath, resolveAdminToken } from './admin/admin-token.js';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { schedulePurge } from './jobs/purge.js';
 import { loggerOptions } from './logger.js';
+import { markStopping } from './routes/health.js';
 import { openServices, type Services } from './services.js';
 
 export interface RunningServer {
   /** Addresses actually bound, so PORT=0 / ADMIN_PORT=0 (tests) report the ports picked. */
   url: string;
   adminUrl: string;
+  /** Where the admin token came from: the ADMIN_TOKEN variable, or the file it was read from or written to. */
+  adminTokenSource: string;
   services: Services;
   close(): Promise<void>;
 }
 
-/** Starts both listeners over one store; `close` stops taking connections, drains, then closes the store. */
+/**
+ * Starts both listeners over one store. `close` turns /readyz to 503 and keeps serving for
+ * SHUTDOWN_DELAY_SECONDS, then stops taking connections, drains, and closes the store.
+ */
 export async function startServer(config: Config): Promise<RunningServer> {
   const logger = pino(loggerOptions(config.logLevel) as pino.LoggerOptions);
   const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
@@ -38,8 +46,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
     return {
       url,
       adminUrl,
+      adminTokenSource: config.adminToken ? 'from the ADMIN_TOKEN variable' : `in ${adminTokenPath(config.dataDir)} (the CLI reads it from there)`,
       services,
       async close() {
+        // Pre-stop: not ready any more, still serving, until the load balancer has noticed. Answers
+        // meanwhile close their connection, so that no keep-alive connection is left for the drain to cut.
+        markStopping(services);
+        app.server.on('request', (_request: IncomingMessage, response: ServerResponse) => void (response.shouldKeepAlive = false));
+        await sleep(config.shutdownDelaySeconds * 1000);
         await stopPurge();
         await Promise.all([app.close(), admin.close()]);
         await services.db.close();

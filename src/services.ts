@@ -1,10 +1,13 @@
+import { GrantCache } from './cache/grant-cache.js';
 import type { Config } from './config.js';
-import { loadKeyring, type Keyring } from './crypto/keys.js';
+import { keyringFrom, type Keyring } from './crypto/keys.js';
+import { randomToken } from './crypto/secrets.js';
 import { openDb } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import type { Db } from './db/types.js';
 import { watchRequestChanges, type RequestChanges } from './events/request-changes.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
 import { createStore, type Store } from './store/index.js';
 
 /** What every route needs, built once per process and shared by the public and admin listeners. */
@@ -13,6 +16,8 @@ export interface Services {
   db: Db;
   store: Store;
   keyring: Keyring;
+  /** OpenID Connect mode only (ID_TOKEN_SIGNING_ALG): the keys that sign ID tokens. */
+  signingKeys?: SigningKeys;
   metrics: Metrics;
   requestChanges: RequestChanges;
 }
@@ -21,9 +26,17 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
   const database = db ?? (await openDb(config));
   try {
     await migrate(database);
-    const keyring = await loadKeyring(database, config.jwtSecrets);
+    const signingKeys = config.idTokenSigningAlg
+      ? await openSigningKeys(database, config.idTokenSigningAlg, config.ttl.accessToken)
+      : undefined;
     const requestChanges = await watchRequestChanges(database);
-    return { config, db: database, store: createStore(database), keyring, metrics: createMetrics(), requestChanges };
+    const metrics = createMetrics();
+    const grantCache = new GrantCache(config.grantCacheSize, metrics);
+    await grantCache.listen(database);
+    const store = createStore(database, grantCache);
+    // The configured secrets, or else the one kept in the store (generated on first start).
+    const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.keys.jwtSecret(randomToken(48))]);
+    return { config, db: database, store, keyring, signingKeys, metrics, requestChanges };
   } catch (err) {
     await database.close().catch(() => {});
     throw err;

@@ -17,7 +17,7 @@ import {
   TimeoutError,
 } from '../src/agent/index.js';
 import { storeName } from './helpers/database.js';
-import { authorizeUrl, pkce } from './helpers/flow.js';
+import { authenticatedAnswer, authorizeUrl, pkce } from './helpers/flow.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 describe('the package export agent-auth/agent', () => {
@@ -337,7 +337,7 @@ describe(`AgentAuthClient against the real server (${storeName})`, () => {
 
     const sdk = agentClient(baseUrl, agent);
     expect(await sdk.checkStatus(requestId!)).toMatchObject({ status: 'pending' });
-    expect(await sdk.authenticate(requestId!)).toEqual({ status: 'authenticated', request_id: requestId });
+    expect(await sdk.authenticate(requestId!)).toEqual(authenticatedAnswer(requestId!, client));
     expect(await sdk.waitForCompletion(requestId!, { until: 'authenticated', intervalMs: 50 })).toMatchObject({ status: 'authenticated' });
 
     const waiting = sdk.waitForCompletion(requestId!, { intervalMs: 50, timeoutMs: 10_000 });

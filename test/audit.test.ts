@@ -131,7 +131,9 @@ describe(`audit log (${storeName})`, () => {
   it('records reuse: a reused refresh token and a replayed code revoke their grant', async () => {
     const { client, code, verifier, requestId } = await signInToCode(server);
     const tokens = (await exchangeCode(server, client, code, verifier)).json();
-    await refresh(server, client, tokens.refresh_token);
+    const successor = (await refresh(server, client, tokens.refresh_token)).json();
+    // The successor was used: presenting its parent again is reuse, not a retry (test/refresh-retry.test.ts).
+    await refresh(server, client, successor.refresh_token);
     expect((await refresh(server, client, tokens.refresh_token)).json().error).toBe('invalid_grant');
     const events = await trail(requestId);
     expect(events.slice(-3).map((e) => [e.event, e.reason])).toEqual([

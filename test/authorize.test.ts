@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from './helpers/database.js';
-import { agentAuthenticate, authorizeUrl, checkStatus, completeInBrowser, pkce, setRequestExpiry, startAuthorize } from './helpers/flow.js';
+import { agentAuthenticate, authenticatedAnswer, authorizeUrl, bindingCookie, checkStatus, completeInBrowser, pkce, setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import { ISSUER, startTestServer, type TestServer } from './helpers/server.js';
 
 describe(`GET /authorize (${storeName})`, () => {
@@ -62,7 +62,7 @@ describe(`GET /authorize (${storeName})`, () => {
     expect(res.body).toContain('invalid_client');
   });
 
-  // Each request fails two checks; the page names the earlier one, in decisions.md's order.
+  // Each request fails two checks; the page names the earlier one, in the order docs/protocol.md gives.
   const twoFailures: [string, Record<string, string | undefined>, string, RegExp][] = [
     ['unknown client, over-long state', { client_id: 'client_nope', state: 'x'.repeat(5000) }, 'invalid_client', /client/i],
     ['unknown client, bad scope', { client_id: 'client_nope', scope: 'admin' }, 'invalid_client', /client/i],
@@ -111,8 +111,10 @@ describe(`GET /authorize (${storeName})`, () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/html/);
     expect(requestId).toMatch(/^req_/);
-    expect(res.body).toContain(`window.authRequest = {"request_id":"${requestId}"}`);
-    const cookie = res.cookies.find((c) => c.name === 'agent_auth_browser')!;
+    expect(res.body).toContain(`window.authRequest = { request_id: "${requestId}", redirect_origin: "https://shop.example" };`);
+    expect(res.body).toContain('<meta name="redirect-origin" content="https://shop.example">');
+    // One cookie per sign-in, over plain http (this issuer) kept to /authorize*.
+    const cookie = bindingCookie(res, requestId)!;
     expect(cookie.httpOnly).toBe(true);
     expect(cookie.sameSite).toBe('Lax');
     expect(cookie.path).toBe('/authorize');
@@ -151,7 +153,7 @@ describe(`GET /authorize (${storeName})`, () => {
 
     const auth = await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
     expect(auth.statusCode).toBe(200);
-    expect(auth.json()).toEqual({ status: 'authenticated', request_id: requestId });
+    expect(auth.json()).toEqual(authenticatedAnswer(requestId, client));
     expect((await checkStatus(server, requestId)).json()).toEqual({ status: 'authenticated' });
 
     const done = await completeInBrowser(server, requestId, cookie);
@@ -189,14 +191,16 @@ describe(`GET /authorize (${storeName})`, () => {
     expect((await checkStatus(server, requestId)).json()).toEqual({ status: 'authenticated' });
   });
 
-  it('keeps one browser secret for several sign-ins in the same browser', async () => {
+  it('binds each sign-in with a cookie of its own, so several complete in one browser (tabs)', async () => {
     const first = await startAuthorize(server, client);
+    // The second tab opens with the first one's cookie in the browser.
     const second = await startAuthorize(server, client, {}, first.cookie);
-    expect(second.cookie).toBe(first.cookie);
+    expect(second.cookie).not.toBe(first.cookie);
+    const browser = `${first.cookie}; ${second.cookie}`;
     const agent = await server.createAgent();
-    for (const r of [first, second]) {
+    for (const r of [second, first]) {
       await agentAuthenticate(server, { request_id: r.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
-      expect((await completeInBrowser(server, r.requestId, first.cookie)).res.statusCode).toBe(302);
+      expect((await completeInBrowser(server, r.requestId, browser)).code).toBeTruthy();
     }
   });
 });
@@ -285,7 +289,7 @@ describe(`POST /api/agent/authenticate and GET /api/check-status (${storeName})`
     expect((await agentAuthenticate(server, body)).statusCode).toBe(200);
     const repeat = await agentAuthenticate(server, body);
     expect(repeat.statusCode).toBe(200);
-    expect(repeat.json()).toEqual({ status: 'authenticated', request_id: requestId });
+    expect(repeat.json()).toEqual(authenticatedAnswer(requestId, client));
     const other = await server.createAgent();
     const second = await agentAuthenticate(server, { request_id: requestId, agent_id: other.agent_id, agent_secret: other.agent_secret });
     expect(second.statusCode).toBe(409);
@@ -418,7 +422,7 @@ describe(`REQUIRE_APPROVAL=true (${storeName})`, () => {
     expect(params.get('state')).toBe(state);
     expect(params.get('iss')).toBe(ISSUER);
     expect(params.get('code')).toBeNull();
-    expect((await checkStatus(server, requestId)).json()).toMatchObject({ status: 'error', error: 'access_denied' });
+    expect((await checkStatus(server, requestId)).json()).toEqual({ status: 'error', error: 'access_denied', error_description: 'this sign-in was denied' });
   });
 
   it('refuses a decision with a wrong CSRF token or without the cookie', async () => {

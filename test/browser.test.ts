@@ -163,6 +163,20 @@ describe(`a real browser signs in (${storeName})`, { timeout: 60_000 }, () => {
     await context.close();
   });
 
+  it('completes two sign-ins in two tabs of one browser, each with its own binding cookie, dropped once used', async () => {
+    const { context, page, problems } = await openBrowser();
+    const tabs = [page, await context.newPage()];
+    for (const tab of tabs) await clickSignIn(tab, site, server);
+    const ids = await Promise.all(tabs.map(async (tab) => (await tab.locator('meta[name="request-id"]').getAttribute('content'))!));
+    expect(ids[0]).not.toBe(ids[1]);
+    expect((await context.cookies(server.issuer + '/authorize')).map((c) => c.name).sort()).toEqual(ids.map((id) => `agent_auth_${id}`).sort());
+    for (const id of [...ids].reverse()) await agentAuthenticates(server, id);
+    for (const tab of tabs) expect((await callbackQuery(tab, site)).code).toMatch(/^aa_code_/);
+    expect(await context.cookies(server.issuer + '/authorize')).toEqual([]);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+
   it('stops waiting and says so when the request is gone (purged)', async () => {
     const { context, page } = await openBrowser();
     await clickSignIn(page, site, server);

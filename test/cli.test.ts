@@ -147,6 +147,13 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
     expect((await server.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM clients')).rows[0].n).toBe(before);
   });
 
+  it('never prints the admin token, not even as the default in --help', async () => {
+    const help = await cli(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('--token <token>');
+    expect(help.stdout).not.toContain(token);
+  });
+
   it('exits 1 on a wrong token, and on a server that is not there', async () => {
     const wrong = await cli(['clients', 'list'], { ADMIN_TOKEN: 'not-the-admin-token' });
     expect(wrong.code).toBe(1);
@@ -155,6 +162,8 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
     const away = await cli(['--url', 'http://127.0.0.1:9', 'clients', 'list'], { ADMIN_TOKEN: token }, false);
     expect(away.code).toBe(1);
     expect(away.stderr.trim()).toMatch(/^error: cannot reach the admin API at http:\/\/127\.0\.0\.1:9/);
+    // It says how to point it at the right listener.
+    expect(away.stderr).toContain('--url, AGENT_AUTH_ADMIN_URL or ADMIN_PORT');
   });
 
   it('reads the token from $DATA_DIR/admin-token when ADMIN_TOKEN is unset', async () => {
@@ -278,6 +287,33 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
     expect(revoked.events.map((e: { reason: string }) => e.reason).sort()).toEqual(['admin_agent', 'admin_client', 'admin_grant', 'admin_user']);
   });
 
+  it('escapes control and format characters in everything it prints, so no row can be forged', async () => {
+    const shop = await admin('POST', '/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
+    // Rows written before names and models were checked, or by hand: the CLI must not trust them.
+    const hostile = 'm\u001b[2K\r\n999  2026-01-01  revoked  agent_x\u202e\u200b\u0085';
+    await server.services.db.query(
+      `INSERT INTO audit_events (event, agent_id, client_id, model, reason) VALUES ('agent_authentication_failed', $1, $2, $3, $3)`,
+      ['agent_hostile', shop.client_id, hostile],
+    );
+    await server.services.db.query('UPDATE clients SET name = $1 WHERE id = $2', [hostile, shop.client_id]);
+    const outputs = [
+      await cli(['audit', '--agent', 'agent_hostile']),
+      await cli(['--json', 'audit', '--agent', 'agent_hostile']),
+      await cli(['clients', 'get', shop.client_id]),
+      await cli(['--json', 'clients', 'get', shop.client_id]),
+      await cli(['clients', 'list']),
+    ];
+    for (const { code, stdout } of outputs) {
+      expect(code).toBe(0);
+      // JSON escapes CR and LF its own way; the readable form writes them as \u000d\u000a.
+      expect(stdout).toMatch(/m\\u001b\[2K(\\u000d\\u000a|\\r\\n)999/);
+      expect(stdout).toContain('agent_x\\u202e\\u200b\\u0085');
+      expect(stdout.replace(/\n/g, '')).not.toMatch(/[\p{Cc}\p{Cf}]/u);
+      expect(stdout).not.toMatch(/^999 /m);
+    }
+    expect(JSON.parse(outputs[1].stdout).events[0].model).toBe(hostile);
+  });
+
   it('prints the server refusal for unknown ids and bad filters, exiting 1', async () => {
     const unknown = await cli(['grants', 'revoke', 'grant_nope']);
     expect(unknown.code).toBe(1);
@@ -285,8 +321,42 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
     const nobody = await cli(['users', 'show', 'nobody@example.com']);
     expect(nobody.code).toBe(1);
     expect(nobody.stderr.trim()).toBe('error: no user with email nobody@example.com');
+    // The CLI checks its own flags first and names them, with the format it expects.
     const bad = await cli(['audit', '--since', 'yesterday']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr.trim()).toMatch(/^error: query parameter "from": /);
+    expect(bad.stderr.trim()).toBe("error: option '--since <date>' argument 'yesterday' is invalid. expected an ISO 8601 date, e.g. 2025-01-31 or 2025-01-31T12:00:00Z");
+    const tooMany = await cli(['audit', '--limit', '500']);
+    expect(tooMany.code).toBe(1);
+    expect(tooMany.stderr.trim()).toBe("error: option '--limit <n>' argument '500' is invalid. expected a whole number from 1 to 200");
+  });
+
+  it('prints its version', async () => {
+    const res = await finished(spawnSource('src/cli.ts', ['--version']));
+    expect(res.code).toBe(0);
+    expect(res.stdout.trim()).toBe(JSON.parse(readFileSync('package.json', 'utf8')).version);
+  });
+});
+
+describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
+  const adminToken = 'cli-keys-admin-token-0123456789';
+  let local: Awaited<ReturnType<typeof startLocalServer>>;
+  afterAll(() => local?.stop());
+
+  it('lists the ID token signing keys and rotates them; the old key stays published', async () => {
+    local = await startLocalServer({ ADMIN_TOKEN: adminToken, ID_TOKEN_SIGNING_ALG: 'ES256' });
+    const { server } = local;
+    const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
+    const jwks = async () => ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    const [first] = await jwks();
+
+    const listed = await cli(['keys', 'list']);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain(`current kid  ${first}`);
+    const rotated = await cli(['--json', 'keys', 'rotate']);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const { current_kid: current, alg } = JSON.parse(rotated.stdout);
+    expect(alg).toBe('ES256');
+    expect(current).not.toBe(first);
+    expect(await jwks()).toEqual([current, first]);
   });
 });

@@ -1,12 +1,17 @@
+import { Writable } from 'node:stream';
 import pg from 'pg';
+import pino from 'pino';
 import type { LightMyRequestResponse as Response } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../src/crypto/secrets.js';
+import { loggerOptions } from '../src/logger.js';
 import { codeForClient, exchangeCode, introspect, issueTokens, refresh, revoke, userinfo } from './helpers/codes.js';
-import { storeName, usingPostgres } from './helpers/database.js';
+import { schemaUrl, storeName, usingPostgres } from './helpers/database.js';
 import { agentAuthenticate, checkStatus, startAuthorize } from './helpers/flow.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 import { startTcpProxy } from './helpers/tcp-proxy.js';
+
+type Client = Awaited<ReturnType<TestServer['createClient']>>;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -26,11 +31,38 @@ async function until(fn: () => Promise<boolean>, ms = 15000) {
   return false;
 }
 
+/**
+ * One call of every JSON endpoint that needs the store, each prepared while the store is up and
+ * each answering 200 when it is, in an order in which none spoils a later one (revoke last).
+ */
+async function storeCalls(server: TestServer, client: Client): Promise<[string, () => Promise<Response>][]> {
+  const tokens = await issueTokens(server, { client });
+  const { agent, code, verifier } = await codeForClient(server, client);
+  const { requestId } = await startAuthorize(server, client);
+  return [
+    ['POST /token (authorization_code)', () => exchangeCode(server, client, code, verifier)],
+    ['POST /token (refresh_token)', () => refresh(server, client, tokens.refresh_token)],
+    ['POST /api/agent/authenticate', () => agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })],
+    ['GET /api/check-status', () => checkStatus(server, requestId)],
+    ['GET /userinfo', () => userinfo(server, tokens.access_token)],
+    ['POST /introspect', () => introspect(server, client, tokens.access_token)],
+    ['POST /revoke', () => revoke(server, client, tokens.refresh_token)],
+  ];
+}
+
+/** The HTML error page /authorize shows while the store is unreachable. */
+function expectErrorPage(res: Response) {
+  expect(res.statusCode).toBe(503);
+  expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
+  expect(res.headers['content-type']).toMatch(/^text\/html/);
+  expect(res.body).not.toMatch(/at .*\.js:\d+/);
+}
+
 // Losing the database is a PostgreSQL matter: the embedded store lives inside the process.
 describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
   let server: TestServer;
   let proxy: Awaited<ReturnType<typeof startTcpProxy>>;
-  let client: Awaited<ReturnType<TestServer['createClient']>>;
+  let client: Client;
   const applicationName = `agent-auth-fault-${process.pid}`;
   // The pool gives up on a connection after 5 s and on a query after 10 s (src/db/postgres.ts);
   // the rest is room for a busy machine.
@@ -75,34 +107,8 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
 
   const ready = async () => (await server.app.inject('/readyz')).statusCode === 200;
 
-  /**
-   * One call of every JSON endpoint that needs the store, each prepared while the store is up and
-   * each answering 200 when it is, in an order in which none spoils a later one (revoke last).
-   */
-  async function storeCalls(): Promise<[string, () => Promise<Response>][]> {
-    const tokens = await issueTokens(server, { client });
-    const { agent, code, verifier } = await codeForClient(server, client);
-    const { requestId } = await startAuthorize(server, client);
-    return [
-      ['POST /token (authorization_code)', () => exchangeCode(server, client, code, verifier)],
-      ['POST /token (refresh_token)', () => refresh(server, client, tokens.refresh_token)],
-      ['POST /api/agent/authenticate', () => agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })],
-      ['GET /api/check-status', () => checkStatus(server, requestId)],
-      ['GET /userinfo', () => userinfo(server, tokens.access_token)],
-      ['POST /introspect', () => introspect(server, client, tokens.access_token)],
-      ['POST /revoke', () => revoke(server, client, tokens.refresh_token)],
-    ];
-  }
-
-  function expectErrorPage(res: Response) {
-    expect(res.statusCode).toBe(503);
-    expect(Number(res.headers['retry-after'])).toBeGreaterThan(0);
-    expect(res.headers['content-type']).toMatch(/^text\/html/);
-    expect(res.body).not.toMatch(/at .*\.js:\d+/);
-  }
-
   it('answers 503 with Retry-After at every endpoint while the database refuses connections, then recovers by itself', async () => {
-    const calls = await storeCalls();
+    const calls = await storeCalls(server, client);
     expect(await ready()).toBe(true);
     await proxy.stop();
 
@@ -118,7 +124,7 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
   });
 
   it('answers 503 at every endpoint within a bounded time when the database hangs', async () => {
-    const calls = await storeCalls();
+    const calls = await storeCalls(server, client);
     proxy.freeze();
     const timed = async (call: () => Promise<Response>) => {
       const started = Date.now();
@@ -184,6 +190,88 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
     // Sooner than the first periodic re-read (5 s after the poll began), so a notification woke it.
     expect(Date.now() - started).toBeLessThan(4500);
   }, 60000);
+});
+
+/**
+ * PostgreSQL out of connections (SQLSTATE 53300): a role limited to two connections, whose two
+ * slots other clients hold, as `max_connections` reached by a crowd of instances would.
+ */
+describe.runIf(usingPostgres)('when PostgreSQL has no connection slot left (postgres)', () => {
+  const role = `aa_limited_${process.pid}_${Date.now().toString(36)}`;
+  const schema = role;
+  let superuser: pg.Client;
+  let server: TestServer;
+  let client: Client;
+  let logs = '';
+  const holders: pg.Client[] = [];
+
+  beforeAll(async () => {
+    superuser = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL });
+    await superuser.connect();
+    await superuser.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 2`);
+    await superuser.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
+    const sink = new Writable({ write: (chunk, _encoding, done) => done(void (logs += chunk.toString())) });
+    // The server migrates and serves as the limited role, in a schema of its own.
+    server = await startTestServer({}, {
+      rewriteDatabaseUrl: () => {
+        const u = new URL(schemaUrl(process.env.TEST_DATABASE_URL!, schema));
+        u.username = role;
+        u.password = '';
+        return u.toString();
+      },
+      logger: pino(loggerOptions('warn') as pino.LoggerOptions, sink),
+    });
+    client = await server.createClient();
+  });
+  afterAll(async () => {
+    await Promise.all(holders.map((h) => h.end().catch(() => {})));
+    await server?.close();
+    await superuser.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, [role]);
+    await superuser.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await superuser.query(`DROP ROLE IF EXISTS ${role}`);
+    await superuser.end();
+  });
+
+  /** Takes both of the role's slots away from the server: its connections end, two others take their place. */
+  async function holdEverySlot() {
+    const asRole = new URL(process.env.TEST_DATABASE_URL!);
+    asRole.username = role;
+    for (let attempt = 0; holders.length < 2 && attempt < 20; attempt++) {
+      await superuser.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1 AND NOT pid = ANY($2::int[])`,
+        [role, holders.map((h) => (h as unknown as { processID: number }).processID)],
+      );
+      const holder = new pg.Client({ connectionString: asRole.toString() });
+      await holder.connect().then(
+        () => holders.push(holder),
+        () => sleep(50),
+      );
+    }
+    expect(holders).toHaveLength(2);
+  }
+
+  it('answers 503 with Retry-After everywhere (readyz too), logs the SQLSTATE without a stack, and recovers', async () => {
+    const calls = await storeCalls(server, client);
+    expect((await server.app.inject('/readyz')).statusCode).toBe(200);
+    await holdEverySlot();
+
+    const ready = await server.app.inject('/readyz');
+    expect(ready.statusCode).toBe(503);
+    expect(Number(ready.headers['retry-after'])).toBeGreaterThan(0);
+    for (const [what, call] of calls) expectUnavailable(await call(), what);
+    expectErrorPage((await startAuthorize(server, client)).res);
+
+    expect(logs).toContain('"code":"53300"');
+    expect(logs).not.toContain('unhandled error');
+    expect(logs).not.toMatch(/"stack"/);
+    // Nine failures in a row, one warning line.
+    expect(logs.split('\n').filter((line) => line.includes('"store unavailable"'))).toHaveLength(1);
+
+    await Promise.all(holders.splice(0).map((h) => h.end()));
+    expect(await until(async () => (await server.app.inject('/readyz')).statusCode === 200)).toBe(true);
+    // Nothing was spent while the store refused: the same code, refresh token and request all still work.
+    for (const [what, call] of calls) expect((await call()).statusCode, what).toBe(200);
+  });
 });
 
 /**

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIT_EVENTS } from '../src/audit.js';
 import { exchangeCode, refresh as refreshToken } from './helpers/codes.js';
 import { storeName } from './helpers/database.js';
-import { agentAuthenticate, signInToCode, startAuthorize } from './helpers/flow.js';
+import { agentAuthenticate, setRequestExpiry, signInToCode, startAuthorize } from './helpers/flow.js';
 import {
   adminExample,
   adminExamples,
@@ -79,6 +79,8 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
     await signIn(news, agentB);
     const failed = await startAuthorize(server, quiet);
     await agentAuthenticate(server, { request_id: failed.requestId, agent_id: idle.agent_id, agent_secret: 'wrong' });
+    // Over: a revocation ends the sign-ins in flight too, and one that finds nothing must change nothing.
+    await setRequestExpiry(server, failed.requestId, -60);
 
     const { rows: grants } = await server.services.db.query<{ id: string; agent_id: string; client_id: string }>(
       'SELECT id, agent_id, client_id FROM grants ORDER BY created_at, id',

@@ -89,9 +89,10 @@ describe(`fuzzing the agent endpoints (${storeName})`, { timeout: FUZZ_TIMEOUT }
 
   // Regression (found by this file): PostgreSQL refuses NUL in text, which used to surface as a 500.
   it('a NUL in a value that reaches the store is a 400 invalid_request that changes nothing', async () => {
+    // A request id has a fixed alphabet now, so the NUL is refused before the store sees it.
     const res = await server.app.inject({ url: '/api/check-status?request_id=%00' });
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'text must not contain NUL characters' });
+    expect(res.json()).toEqual({ error: 'invalid_request', error_description: expect.stringContaining('request_id') });
 
     const before = await snapshot(server.services.db);
     const auth = await agentAuthenticate(server, {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { csrfToken } from '../src/oauth/browser-binding.js';
+import { csrfToken } from '../src/flows/browser-binding.js';
 import { storeName } from './helpers/database.js';
 import { agentAuthenticate, checkStatus, pkce, setRequestExpiry, startAuthorize } from './helpers/flow.js';
 import {
@@ -37,13 +37,21 @@ function checkPage(res: Response, ok: number[]) {
 describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT }, () => {
   let server: TestServer;
   let fixtures: Fixtures;
-  const secret = randomBytes(32).toString('base64url');
-  const cookie = `agent_auth_browser=${secret}`;
   let client: Awaited<ReturnType<TestServer['createClient']>>;
   let agent: Awaited<ReturnType<TestServer['createAgent']>>;
+  // The fuzzed browser: the binding cookie (name=secret) of each sign-in it started.
+  const jar = new Map<string, string>();
+  const secretOf = (requestId: string) => jar.get(requestId)!.split('=')[1];
+  const cookieFor = (requestIds: string[]) => requestIds.map((id) => jar.get(id)).join('; ');
+
+  async function startInBrowser() {
+    const started = await startAuthorize(server, client);
+    jar.set(started.requestId, started.cookie!);
+    return started.requestId;
+  }
 
   async function authenticatedRequest() {
-    const { requestId } = await startAuthorize(server, client, {}, cookie);
+    const requestId = await startInBrowser();
     await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
     return requestId;
   }
@@ -52,8 +60,8 @@ describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT },
     const res = await server.app.inject({
       method: 'POST',
       url: '/authorize/decision',
-      headers: { cookie },
-      payload: { request_id: requestId, csrf_token: csrfToken(secret, requestId), decision },
+      headers: { cookie: cookieFor([requestId]) },
+      payload: { request_id: requestId, csrf_token: csrfToken(secretOf(requestId), requestId), decision },
     });
     if (res.statusCode !== 303) throw new Error(`decision failed: ${res.body}`);
   }
@@ -74,6 +82,8 @@ describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT },
     // The first read of an overdue request records its expiry (a write by design): get it done here.
     await checkStatus(server, expired);
     const authenticated = await authenticatedRequest();
+    const pending = await startInBrowser();
+    const live = [pending, authenticated, completed, denied, expired];
 
     fixtures = {
       client_id: client.client_id,
@@ -81,11 +91,12 @@ describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT },
       redirect_uri: client.redirect_uris[0],
       redirect_uri_2: client.redirect_uris[1],
       challenge: pkce().challenge,
-      cookie,
-      other_cookie: `agent_auth_browser=${randomBytes(32).toString('base64url')}`,
-      pending_id: (await startAuthorize(server, client, {}, cookie)).requestId,
+      cookie: cookieFor(live),
+      // Right names, values this browser was never given.
+      other_cookie: live.map((id) => `agent_auth_${id}=${randomBytes(32).toString('base64url')}`).join('; '),
+      pending_id: pending,
       authenticated_id: authenticated,
-      csrf: csrfToken(secret, authenticated),
+      csrf: csrfToken(secretOf(authenticated), authenticated),
       completed_id: completed,
       denied_id: denied,
       expired_id: expired,
@@ -97,15 +108,17 @@ describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT },
   async function refresh() {
     const current = await server.services.store.requests.get(fixtures.authenticated_id as string);
     if (current?.status === 'authenticated') return;
-    fixtures.authenticated_id = await authenticatedRequest();
-    fixtures.csrf = csrfToken(secret, fixtures.authenticated_id as string);
+    const authenticated = await authenticatedRequest();
+    fixtures.authenticated_id = authenticated;
+    fixtures.csrf = csrfToken(secretOf(authenticated), authenticated);
+    fixtures.cookie = cookieFor(requestIds.map((name) => fixtures[name] as string));
   }
 
   const cookieHeader = fc.oneof(
     { weight: 6, arbitrary: ref('cookie') },
     { weight: 1, arbitrary: ref('other_cookie') },
     { weight: 1, arbitrary: fc.constant(undefined) },
-    { weight: 2, arbitrary: fc.oneof(nastyString, nastyString.map((v) => `agent_auth_browser=${v}`)) },
+    { weight: 2, arbitrary: fc.oneof(nastyString, nastyString.map((v) => `agent_auth_req_0=${v}`)) },
   );
   const requestIds = ['pending_id', 'authenticated_id', 'completed_id', 'denied_id', 'expired_id'];
   const anyRequestId = fc.constantFrom(...requestIds).chain(ref);

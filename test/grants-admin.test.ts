@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode, introspect, refresh, userinfo } from './helpers/codes.js';
 import { storeName, usingPostgres } from './helpers/database.js';
 import { signInToCode } from './helpers/flow.js';
+import { within } from './helpers/poll.js';
 import { startSecondInstance, startTestServer, type TestServer } from './helpers/server.js';
 
 type Client = { client_id: string; client_secret: string; redirect_uris: string[] };
@@ -58,12 +59,21 @@ describe(`agent owners: sign-in history and revocation (${storeName}, two instan
     expect(refreshed.json().error).toBe('invalid_grant');
   }
 
+  /**
+   * Waits (at most a second) for userinfo on `instance` to refuse the token: another instance
+   * forgets a grant it keeps in memory when the database's notification reaches it
+   * (docs/operations.md, "Grant cache"); the instance that revoked forgets it at once.
+   */
+  const refusedWithinASecond = (instance: TestServer, accessToken: string) =>
+    within(1000, async () => (await userinfo(instance, accessToken)).statusCode === 401);
+
   /** Revokes through the first instance's admin API and checks the outcome on both instances. */
   async function revokeAndCheck(url: string, payload: unknown, expected: number, dead: [Client, Tokens][], alive: [Client, Tokens][]) {
     for (const [client, tokens] of [...dead, ...alive]) await expectLive(second, client, tokens);
     const res = await server.adminCall('POST', url, payload);
     expect(res.statusCode, JSON.stringify(res.json)).toBe(200);
     expect(res.json).toEqual({ revoked: expected });
+    for (const [, tokens] of dead) await refusedWithinASecond(second, tokens.access_token);
     for (const instance of [second, server]) {
       for (const [client, tokens] of dead) await expectRevoked(instance, client, tokens);
       for (const [client, tokens] of alive) await expectLive(instance, client, tokens);
@@ -166,7 +176,7 @@ describe(`agent owners: sign-in history and revocation (${storeName}, two instan
     });
   });
 
-  describe('revocation at every level, seen at once on both instances', () => {
+  describe('revocation at every level, seen on both instances within a second', () => {
     it('one grant: that website loses the agent, the other keeps it', async () => {
       const [shop, news] = [await createClient('Shop'), await createClient('News')];
       const agent = await server.createAgent(email());
@@ -275,6 +285,7 @@ describe(`agent owners: sign-in history and revocation (${storeName}, two instan
       // the website can tell them apart: revoking one leaves the other
       const gpt = grants.find((g: { model: string }) => g.model === 'gpt-5');
       expect((await server.adminCall('POST', `/admin/grants/${gpt.grant_id}/revoke`)).json).toEqual({ revoked: 1 });
+      await refusedWithinASecond(second, other.access_token);
       expect((await userinfo(second, other.access_token)).statusCode).toBe(401);
       expect((await userinfo(second, first.access_token)).statusCode).toBe(200);
     });

@@ -23,6 +23,7 @@ import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from './helpers/database.js';
 import { startListeningServer, type ListeningServer } from './helpers/listening.js';
+import { browserAndAgent as agentSignIn, CookieJar } from './helpers/sign-in.js';
 
 type Agent = Awaited<ReturnType<ListeningServer['createAgent']>>;
 
@@ -32,30 +33,7 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
-/**
- * The user's browser and the agent, between the library's authorization URL and its callback:
- * the browser opens the page and keeps the binding cookie, the agent reads the request id off the
- * page and authenticates, the browser follows /authorize/complete. Returns the callback URL.
- */
-async function browserAndAgent(authorizationUrl: URL | string, agent: Agent): Promise<URL> {
-  const page = await fetch(authorizationUrl, { redirect: 'manual' });
-  const html = await page.text();
-  expect(page.status, html).toBe(200);
-  const requestId = /<meta name="request-id" content="([^"]+)">/.exec(html)?.[1];
-  expect(requestId).toMatch(/^req_/);
-  const cookie = page.headers.getSetCookie().map((c) => c.split(';')[0]).join('; ');
-
-  const auth = await fetch(`${server.issuer}/api/agent/authenticate`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'interop-model' }),
-  });
-  expect(auth.status, await auth.text()).toBe(200);
-
-  const done = await fetch(`${server.issuer}/authorize/complete?request_id=${requestId}`, { headers: { cookie }, redirect: 'manual' });
-  expect(done.status).toBe(302);
-  return new URL(done.headers.get('location')!);
-}
+const browserAndAgent = (authorizationUrl: URL | string, agent: Agent) => agentSignIn(server.issuer, authorizationUrl, agent);
 
 describe(`oauth4webapi (${storeName})`, () => {
   it('discovers, signs in with PKCE/state/iss, exchanges, reads userinfo, refreshes, introspects and revokes', async () => {
@@ -117,7 +95,9 @@ describe(`oauth4webapi (${storeName})`, () => {
     await oauth.processRevocationResponse(await oauth.revocationRequest(as, c, clientAuth, refreshed.access_token, http));
     const revoked = await oauth.processIntrospectionResponse(as, c, await oauth.introspectionRequest(as, c, clientAuth, refreshed.access_token, http));
     expect(revoked).toEqual({ active: false });
-    // The old refresh token was rotated away: the library surfaces the server's invalid_grant.
+    // Its successor has been used, so the old refresh token coming back is reuse, not a retry: the
+    // library surfaces the server's invalid_grant.
+    await oauth.processRefreshTokenResponse(as, c, await oauth.refreshTokenGrantRequest(as, c, clientAuth, refreshed.refresh_token!, http));
     await expect(
       oauth.processRefreshTokenResponse(as, c, await oauth.refreshTokenGrantRequest(as, c, clientAuth, tokens.refresh_token!, http)),
     ).rejects.toMatchObject({ error: 'invalid_grant' });
@@ -171,23 +151,8 @@ describe(`openid-client (${storeName})`, () => {
   });
 });
 
-/** Cookies as a browser keeps them for the website: by name, last one wins. */
-class CookieJar {
-  private cookies = new Map<string, string>();
-  store(res: Response) {
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const eq = pair.indexOf('=');
-      this.cookies.set(pair.slice(0, eq), pair.slice(eq + 1));
-    }
-  }
-  header() {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-}
-
 describe(`Auth.js core (${storeName})`, () => {
-  // client_secret_post is what we advertise; Basic (Auth.js's default) is accepted as decisions.md says.
+  // client_secret_post is what we advertise; Basic (Auth.js's default) is accepted too (docs/protocol.md, POST /token).
   it.each(['client_secret_post', 'client_secret_basic'] as const)('signs a user in through a custom OAuth provider (PKCE, state, %s) and reads the email', async (method) => {
     const site = 'https://rp.example';
     const registered = await server.createClient([`${site}/auth/callback/agent-auth`]);
@@ -313,7 +278,7 @@ describe(`MCP TypeScript SDK client auth (${storeName})`, () => {
       clientInformation: () => ({ client_id: registered.client_id, client_secret: registered.client_secret }),
       tokens: () => tokens,
       saveTokens: (t) => void (tokens = t),
-      // The SDK sends state only when the provider has one; the spec requires it.
+      // The SDK sends state only when the provider has one; docs/protocol.md requires it.
       state: () => 'mcp-auth-state-0123456789',
       redirectToAuthorization: (url) => void (sentTo = url),
       saveCodeVerifier: (v) => void (verifier = v),

@@ -12,7 +12,7 @@ describe(`POST /introspect and POST /revoke (${storeName})`, () => {
   afterAll(() => server.close());
 
   describe('introspect', () => {
-    it('describes an active access token with the fields decisions.md lists', async () => {
+    it('describes an active access token with the fields docs/protocol.md lists', async () => {
       const { client, agent, access_token } = await issueTokens(server, { scope: 'openid email' });
       const res = await introspect(server, client, access_token);
       expect(res.statusCode).toBe(200);
@@ -95,7 +95,9 @@ describe(`POST /introspect and POST /revoke (${storeName})`, () => {
       const { client, access_token, refresh_token } = await issueTokens(server);
       const res = await revoke(server, client, access_token);
       expect(res.statusCode).toBe(200);
-      expect(res.body).toBe('');
+      // RFC 7009 §2.2 leaves the body open; an empty JSON object parses in every client library.
+      expect(res.headers['content-type']).toMatch(/^application\/json/);
+      expect(res.body).toBe('{}');
       expect(res.headers['cache-control']).toBe('no-store');
       expect((await userinfo(server, access_token)).statusCode).toBe(401);
       expect((await introspect(server, client, access_token)).json()).toEqual({ active: false });
@@ -111,7 +113,7 @@ describe(`POST /introspect and POST /revoke (${storeName})`, () => {
       const second = (await refresh(server, first.client, first.refresh_token)).json();
       const res = await revoke(server, first.client, second.refresh_token);
       expect(res.statusCode).toBe(200);
-      expect(res.body).toBe('');
+      expect(res.body).toBe('{}');
       expect((await refresh(server, first.client, second.refresh_token)).json().error).toBe('invalid_grant');
       for (const token of [first.access_token, second.access_token, second.refresh_token]) {
         expect((await introspect(server, first.client, token)).json()).toEqual({ active: false });
@@ -124,7 +126,7 @@ describe(`POST /introspect and POST /revoke (${storeName})`, () => {
       for (const token of ['garbage', 'aa_rt_unknown', 'a.b.c']) {
         const res = await revoke(server, client, token);
         expect(res.statusCode).toBe(200);
-        expect(res.body).toBe('');
+        expect(res.body).toBe('{}');
       }
       expect((await revoke(server, client, access_token, { token_type_hint: 'something_else' })).statusCode).toBe(200);
       expect((await userinfo(server, access_token)).statusCode).toBe(401);

@@ -20,13 +20,14 @@ type Document = {
   paths: Record<string, Record<string, Operation>>;
 };
 
-// Every public endpoint (the spec's, decisions.md's and the browser steps), and whether it can fail with a 4xx.
+// Every public endpoint (docs/protocol.md's, and the browser steps), and whether it can fail with a 4xx.
 const ENDPOINTS: [method: string, path: string, fails: boolean][] = [
   ['get', '/authorize', true],
   ['get', '/authorize/complete', true],
   ['post', '/authorize/decision', true],
   ['post', '/token', true],
   ['get', '/userinfo', true],
+  ['post', '/userinfo', true],
   ['post', '/introspect', true],
   ['post', '/revoke', true],
   ['post', '/api/agent/authenticate', true],
@@ -90,7 +91,7 @@ describe(`OpenAPI description (${storeName})`, () => {
 
   it('documents parameters and bodies', () => {
     const query = (path: string) => doc.paths[path].get.parameters?.filter((p) => p.in === 'query').map((p) => p.name);
-    expect(query('/authorize')).toEqual(['client_id', 'redirect_uri', 'response_type', 'state', 'code_challenge', 'code_challenge_method', 'scope']);
+    expect(query('/authorize')).toEqual(['client_id', 'redirect_uri', 'response_type', 'state', 'code_challenge', 'code_challenge_method', 'scope', 'login_hint', 'nonce']);
     expect(doc.paths['/api/check-status'].get.parameters).toContainEqual(expect.objectContaining({ name: 'request_id', in: 'query', required: true }));
 
     const token = doc.paths['/token'].post.requestBody!.content;
@@ -99,7 +100,7 @@ describe(`OpenAPI description (${storeName})`, () => {
       expect.arrayContaining(['grant_type', 'code', 'redirect_uri', 'code_verifier', 'refresh_token', 'client_id', 'client_secret']),
     );
     const authenticate = doc.paths['/api/agent/authenticate'].post.requestBody!.content['application/json'].schema;
-    expect(Object.keys(authenticate.properties!)).toEqual(['request_id', 'agent_id', 'agent_secret', 'model']);
+    expect(Object.keys(authenticate.properties!)).toEqual(['request_id', 'agent_id', 'agent_secret', 'model', 'expected_redirect_origin']);
     const userinfo = doc.paths['/userinfo'].get.responses['200'].content!['application/json'].schema;
     expect(Object.keys(userinfo.properties!)).toEqual(['sub', 'email']);
   });

@@ -52,6 +52,7 @@ describe(`purging expired rows (${storeName})`, () => {
       auth_codes: 1,
       refresh_tokens: 1,
       revoked_access_tokens: 1,
+      signing_keys: 0,
       grants: 1,
       audit_events: oldEvents.rowCount,
     });

@@ -46,7 +46,7 @@ describe(`rate limits in one process (${storeName})`, () => {
     expect(res.json()).toEqual({ error: 'rate_limited', error_description: expect.stringMatching(/retry after/) });
   });
 
-  it('limits /api/agent/authenticate per agent_id, counting failed guesses, even with the right secret after', async () => {
+  it('limits failed /api/agent/authenticate calls per agent_id and address, even with the right secret after', async () => {
     const agent = await server.createAgent();
     const body = { request_id: 'req_unknown', agent_id: agent.agent_id, agent_secret: 'wrong' };
     expect((await agentAuthenticate(server, body)).statusCode).toBe(401);
@@ -57,6 +57,9 @@ describe(`rate limits in one process (${storeName})`, () => {
     // a different agent is not affected
     const other = await server.createAgent();
     expect((await agentAuthenticate(server, { ...body, agent_id: other.agent_id })).statusCode).toBe(401);
+    // nor is the same agent from another address: its secret is checked (the request id is unknown)
+    const elsewhere = await server.app.inject({ method: 'POST', url: '/api/agent/authenticate', remoteAddress: '10.9.8.7', payload: { ...body, agent_secret: agent.agent_secret, model: 'm' } });
+    expect(elsewhere.statusCode).toBe(404);
   });
 });
 
@@ -67,7 +70,7 @@ describe(`authenticate per IP (${storeName})`, () => {
   });
   afterAll(() => server.close());
 
-  it('limits /api/agent/authenticate per client IP across agents', async () => {
+  it('limits failed /api/agent/authenticate calls per address across agents', async () => {
     const body = (agent_id: string) => ({ request_id: 'req_unknown', agent_id, agent_secret: 'x' });
     expect((await agentAuthenticate(server, body('agent_a'))).statusCode).toBe(401);
     expect((await agentAuthenticate(server, body('agent_b'))).statusCode).toBe(401);
@@ -86,13 +89,17 @@ describe(`limits shared through Redis across instances (${storeName})`, () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it('counts attempts on both instances against one budget', async () => {
+  it('counts failures on both instances against one budget', async () => {
     // A fresh agent id keys the counter, so earlier runs against the same Redis do not interfere.
     const agent = await a.createAgent();
     const body = { request_id: 'req_unknown', agent_id: agent.agent_id, agent_secret: 'wrong' };
     expect((await agentAuthenticate(a, body)).statusCode).toBe(401);
     expect((await agentAuthenticate(b, body)).statusCode).toBe(401);
     expect((await agentAuthenticate(a, body)).statusCode).toBe(401);
+    // a has seen two failures itself, the shared count is three: a refuses at once, with no lookup
+    expectLimited(await agentAuthenticate(a, body));
+    // b learns it from its own next failure (a budget is checked in memory, counted in Redis)
+    expect((await agentAuthenticate(b, body)).statusCode).toBe(401);
     expectLimited(await agentAuthenticate(b, body));
   });
 });
@@ -100,15 +107,20 @@ describe(`limits shared through Redis across instances (${storeName})`, () => {
 describe(`client endpoints per client_id (${storeName})`, () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer({ RATE_LIMIT_CLIENT_PER_CLIENT: '3' });
+    server = await startTestServer({ RATE_LIMIT_CLIENT_PER_CLIENT: '3', RATE_LIMIT_CLIENT_FAILURES_PER_IP: '3' });
   });
   afterAll(() => server.close());
 
-  it('shares one budget per client across /token, /introspect and /revoke, for post and Basic alike', async () => {
+  it('shares one budget of authenticated calls per client across /token, /introspect and /revoke, for post and Basic alike', async () => {
     const client = await server.createClient();
     const post = (url: string, payload: Record<string, string>, headers: Record<string, string> = {}) =>
       server.app.inject({ method: 'POST', url, headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: new URLSearchParams(payload).toString() });
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
+    // Calls without the secret spend none of it.
+    for (const address of ['10.1.1.1', '10.1.1.2']) {
+      const forged = await server.app.inject({ method: 'POST', url: '/introspect', remoteAddress: address, payload: { ...creds, client_secret: 'wrong', token: 'x' } });
+      expect(forged.statusCode).toBe(401);
+    }
     expect((await post('/token', { ...creds, grant_type: 'refresh_token', refresh_token: 'aa_rt_x' })).statusCode).toBe(400);
     expect((await post('/introspect', { ...creds, token: 'x' })).statusCode).toBe(200);
     expect((await post('/revoke', { ...creds, token: 'x' })).statusCode).toBe(200);
@@ -121,7 +133,7 @@ describe(`client endpoints per client_id (${storeName})`, () => {
     expect((await post('/introspect', { client_id: other.client_id, client_secret: other.client_secret, token: 'x' })).statusCode).toBe(200);
   });
 
-  it('counts requests that name no client (or a malformed one) by address', async () => {
+  it('counts failed requests, naming a client or none (or a malformed one), by address', async () => {
     const post = (url: string, headers: Record<string, string> = {}) =>
       server.app.inject({ method: 'POST', url, remoteAddress: '10.9.8.7', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, payload: 'token=x' });
     expect((await post('/token')).statusCode).toBe(401);

@@ -1,4 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -140,6 +142,76 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
       expect(res.code).toBe(0);
       expect(res.stdout).toContain('SIGTERM received');
       await expect(fetch(`${url}/healthz`)).rejects.toThrow();
+    });
+
+    it('on SIGTERM with SHUTDOWN_DELAY_SECONDS, turns /readyz to 503 at once, keeps serving kept-alive connections, then exits 0', async () => {
+      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const { child, exit, url } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn', SHUTDOWN_DELAY_SECONDS: '2' });
+      // Two connections kept alive, as a load balancer or a busy client holds them.
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
+      const get = (path: string) =>
+        new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+          const req = http.get(`${url}${path}`, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve({ status: res.statusCode!, reused: req.reusedSocket }));
+          });
+          req.on('error', reject);
+        });
+      expect((await Promise.all([get('/readyz'), get('/healthz')])).map((r) => r.status)).toEqual([200, 200]);
+
+      const signalled = new Promise<void>((resolve) => child.stdout!.on('data', (d) => String(d).includes('SIGTERM received') && resolve()));
+      const sent = Date.now();
+      child.kill('SIGTERM');
+      await signalled;
+      const [ready, metadata] = await Promise.all([get('/readyz'), get('/.well-known/oauth-authorization-server')]);
+      expect(ready).toEqual({ status: 503, reused: true });
+      expect(metadata).toEqual({ status: 200, reused: true });
+      // Still serving on new connections during the delay too, so that nothing in flight at the balancer is refused.
+      expect((await get('/healthz')).status).toBe(200);
+
+      const res = await exit;
+      agent.destroy();
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain('not ready; draining in 2 s');
+      expect(Date.now() - sent).toBeLessThan(12_000);
+    });
+
+    // Two processes writing one embedded store lose each other's writes.
+    it.runIf(!usingPostgres)('refuses a second process on the same DATA_DIR, naming it and the holder, and takes over the lock of a dead one', async () => {
+      const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-lock-'));
+      tempDirs.push(dataDir);
+      const first = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
+      const secondChild = spawnSource('src/main.ts', [], serverEnv({ DATA_DIR: dataDir }));
+      // A second process that starts serving would never exit by itself.
+      const stopUnrefused = setTimeout(() => secondChild.kill('SIGKILL'), 30_000);
+      const second = await finished(secondChild);
+      clearTimeout(stopUnrefused);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toBe(
+        `agent-auth: failed to start: DATA_DIR ${dataDir} is in use by another agent-auth process (pid ${first.child.pid}); stop it, or use DATABASE_URL to run several\n`,
+      );
+      first.child.kill('SIGTERM');
+      expect((await first.exit).code).toBe(0);
+      expect(existsSync(join(dataDir, 'agent-auth.lock'))).toBe(false);
+
+      // A holder killed without a chance to clean up leaves its lock behind; the next start takes it over.
+      const dead = spawn(process.execPath, ['-e', '']);
+      await finished(dead);
+      writeFileSync(join(dataDir, 'agent-auth.lock'), `${dead.pid}\n`);
+      const third = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
+      expect(readFileSync(join(dataDir, 'agent-auth.lock'), 'utf8')).toBe(`${third.child.pid}\n`);
+      third.child.kill('SIGTERM');
+      expect(await third.exit).toMatchObject({ code: 0 });
+    });
+
+    it.runIf(usingPostgres)('lets several processes share a DATA_DIR over PostgreSQL: the store is not in it', async () => {
+      const store = await emptyStore();
+      const first = await startServerProcess(serverEnv(store));
+      const second = await startServerProcess(serverEnv(store));
+      for (const { child, exit } of [first, second]) {
+        child.kill('SIGTERM');
+        expect((await exit).code).toBe(0);
+      }
     });
 
     it('answers a held long poll at once on SIGTERM, then exits 0 within 10 s', async () => {

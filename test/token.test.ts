@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyringFrom } from '../src/crypto/keys.js';
 import { storeName } from './helpers/database.js';
 import { basicAuth, codeForClient, exchangeCode, introspect, issueTokens, postForm, refresh, userinfo, type Credentials } from './helpers/codes.js';
-import { authorizeUrl, pkce, signInToCode, startAuthorize } from './helpers/flow.js';
+import { authorizeUrl, bindingCookie, pkce, signInToCode, startAuthorize } from './helpers/flow.js';
 import { ISSUER, startTestServer, type TestServer } from './helpers/server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -44,7 +44,7 @@ describe(`POST /token (${storeName})`, () => {
       expect((await userinfo(server, body.access_token)).json()).toEqual({ sub: agent.agent_id, email: agent.email });
     });
 
-    it('signs the access token with exactly the header and claims decisions.md fixes', async () => {
+    it('signs the access token with exactly the header and claims docs/protocol.md lists', async () => {
       const { client, agent, access_token } = await issueTokens(server, { scope: 'email' });
       const header = decodeProtectedHeader(access_token);
       expect(header).toEqual({ alg: 'HS256', typ: 'at+jwt', kid: keyringFrom(['test-jwt-secret-that-is-at-least-32-bytes-long']).current.kid });
@@ -267,9 +267,12 @@ describe(`POST /token (${storeName})`, () => {
     it('treats reuse of a spent refresh token as theft: invalid_grant and the whole family is revoked', async () => {
       const first = await issueTokens(server);
       const second = (await refresh(server, first.client, first.refresh_token)).json();
+      // Its successor was used, so this is no retry of a lost answer (test/refresh-retry.test.ts).
+      const third = (await refresh(server, first.client, second.refresh_token)).json();
       expectOAuthError(await refresh(server, first.client, first.refresh_token), 400, 'invalid_grant');
       // The newest refresh token and every access token of the family are dead too.
-      expectOAuthError(await refresh(server, first.client, second.refresh_token), 400, 'invalid_grant');
+      expectOAuthError(await refresh(server, first.client, third.refresh_token), 400, 'invalid_grant');
+      expect((await userinfo(server, third.access_token)).statusCode).toBe(401);
       expect((await userinfo(server, second.access_token)).statusCode).toBe(401);
       expect((await userinfo(server, first.access_token)).statusCode).toBe(401);
     });
@@ -443,9 +446,9 @@ describe(`transport and cross-origin rules at the token endpoint and the sign-in
   afterAll(() => server.close());
 
   it('with an https ISSUER, sends HSTS and keeps the binding cookie off plain HTTP', async () => {
-    const { res } = await startAuthorize(server, client);
+    const { res, requestId } = await startAuthorize(server, client);
     expect(res.statusCode).toBe(200);
-    expect(res.cookies.find((c) => c.name === 'agent_auth_browser')).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax' });
+    expect(bindingCookie(res, requestId)).toMatchObject({ secure: true, httpOnly: true, sameSite: 'Lax' });
     const token = await refresh(server, client, 'aa_rt_unknown');
     for (const answer of [res, token]) expect(answer.headers['strict-transport-security']).toMatch(/max-age=[1-9]\d*/);
   });

@@ -3,7 +3,7 @@ import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyringFrom } from '../src/crypto/keys.js';
 import { storeName } from './helpers/database.js';
-import { issueTokens, userinfo } from './helpers/codes.js';
+import { issueTokens, postForm, userinfo } from './helpers/codes.js';
 import { startTestServer, type TestServer } from './helpers/server.js';
 
 const SECRET = 'test-jwt-secret-that-is-at-least-32-bytes-long';
@@ -15,10 +15,11 @@ describe(`GET /userinfo (${storeName})`, () => {
   });
   afterAll(() => server.close());
 
-  function expectRefused(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }) {
+  // A bearer token that failed names the error; no bearer token at all names none (RFC 6750 §3.1).
+  function expectRefused(res: { statusCode: number; headers: Record<string, unknown>; json(): unknown }, challenge = 'Bearer error="invalid_token"') {
     expect(res.statusCode).toBe(401);
     expect(res.json()).toEqual({ error: 'invalid_request', error_description: 'missing or invalid access token' });
-    expect(res.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+    expect(res.headers['www-authenticate']).toBe(challenge);
     expect(res.headers['cache-control']).toBe('no-store');
   }
 
@@ -45,13 +46,33 @@ describe(`GET /userinfo (${storeName})`, () => {
     expect((await userinfo(server, access_token)).json()).toEqual({ sub: agent.agent_id, email: 'renamed@example.com' });
   });
 
-  it('accepts the token only in the Authorization header', async () => {
+  it('GET takes the token only in the Authorization header', async () => {
     const { access_token } = await issueTokens(server);
-    expectRefused(await server.app.inject({ url: '/userinfo' }));
-    expectRefused(await server.app.inject({ url: `/userinfo?access_token=${access_token}` }));
-    expectRefused(await server.app.inject({ url: '/userinfo', headers: { authorization: access_token } }));
-    expectRefused(await server.app.inject({ url: '/userinfo', headers: { authorization: `Basic ${access_token}` } }));
+    expectRefused(await server.app.inject({ url: '/userinfo' }), 'Bearer');
+    expectRefused(await server.app.inject({ url: `/userinfo?access_token=${access_token}` }), 'Bearer');
+    expectRefused(await server.app.inject({ url: '/userinfo', headers: { authorization: access_token } }), 'Bearer');
+    expectRefused(await server.app.inject({ url: '/userinfo', headers: { authorization: `Basic ${access_token}` } }), 'Bearer');
+    expectRefused(await server.app.inject({ url: '/userinfo', headers: { authorization: 'Bearer not a token' } }));
     expect((await server.app.inject({ url: '/userinfo', headers: { authorization: `bearer ${access_token}` } })).statusCode).toBe(200);
+  });
+
+  it('POST answers as GET, with the token in the header or in a form body, never both (OpenID Connect Core §5.3.1, RFC 6750 §2.2)', async () => {
+    const { agent, access_token } = await issueTokens(server, { scope: 'openid' });
+    const expected = { sub: agent.agent_id, email: agent.email };
+    const header = await server.app.inject({ method: 'POST', url: '/userinfo', headers: { authorization: `Bearer ${access_token}` } });
+    expect(header.statusCode).toBe(200);
+    expect(header.headers['cache-control']).toBe('no-store');
+    expect(header.json()).toEqual(expected);
+    const form = await postForm(server, '/userinfo', { access_token });
+    expect(form.statusCode).toBe(200);
+    expect(form.json()).toEqual(expected);
+
+    const both = await postForm(server, '/userinfo', { access_token }, { authorization: `Bearer ${access_token}` });
+    expect(both.statusCode).toBe(400);
+    expect(both.json()).toMatchObject({ error: 'invalid_request' });
+    expectRefused(await server.app.inject({ method: 'POST', url: '/userinfo' }), 'Bearer');
+    expectRefused(await postForm(server, '/userinfo', { access_token: 'garbage' }));
+    expectRefused(await server.app.inject({ method: 'POST', url: '/userinfo', headers: { authorization: 'Bearer garbage' } }));
   });
 
   it('refuses garbage, forged, altered and wrongly typed tokens', async () => {

@@ -11,6 +11,8 @@ export interface Measurement {
   count: number;
   /** Socket errors, timeouts and unexpected statuses together: must be 0. */
   errors: number;
+  /** Of those, answers 429 (rate limited). */
+  rateLimited?: number;
   /** CPU time of the server process per request (or flow), in ms. */
   cpuMs?: number;
   /** CPU time of the PostgreSQL backends per request (or flow), in ms. */
@@ -64,6 +66,7 @@ export async function hammer(target: Target, options: LoadOptions): Promise<Meas
     p99: result.latency.p99,
     count,
     errors: result.errors + result.timeouts + result.non2xx,
+    rateLimited: result.statusCodeStats?.['429']?.count ?? 0,
   };
 }
 

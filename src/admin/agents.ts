@@ -2,14 +2,18 @@ import { z } from 'zod';
 import { adminResource } from './resource.js';
 import { agentView, atLeastOne, name } from './schemas.js';
 
+/** An agent's registration, as the admin API and the console take it. */
+export const agentCreate = z.strictObject({ email: z.email().max(320), name: name.nullish() });
+// A null name clears it; the email is fixed, since it names the user the agent acts for.
+export const agentPatch = atLeastOne(z.strictObject({ name: name.nullable().optional(), active: z.boolean().optional() }));
+
 /** Registration of agents; the email names the user record that the agent belongs to. */
 export default adminResource({
   plural: 'agents',
   singular: 'agent',
   secretField: 'agent_secret',
   view: agentView,
-  create: z.strictObject({ email: z.email().max(320), name: name.nullish() }),
-  // A null name clears it; the email is fixed, since it names the user the agent acts for.
-  patch: atLeastOne(z.strictObject({ name: name.nullable().optional(), active: z.boolean().optional() })),
+  create: agentCreate,
+  patch: agentPatch,
   store: (store) => store.agents,
 });

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AUDIT_EVENTS } from '../audit.js';
+import type { Store } from '../store/index.js';
 
 const id = z.string().min(1).max(200);
 // An instant with its offset, or a day (midnight UTC), so `--since 2025-01-31` works from a shell.
@@ -11,7 +12,8 @@ const instant = z
   .transform((value) => new Date(value))
   .refine((date) => date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999, 'must lie between the years 1 and 9999');
 
-const querySchema = z.object({
+/** The filters of GET /admin/audit, `agent-auth audit` and the console's audit page. */
+export const auditQuery = z.object({
   agent_id: id.optional(),
   email: z.email().max(320).optional(),
   client_id: id.optional(),
@@ -41,35 +43,37 @@ const eventView = z.object({
   detail: z.record(z.string(), z.unknown()).nullable(),
 });
 
+/** One page of the audit log, newest first, and the cursor of the next page when there is one. */
+export async function auditPage(store: Store, query: z.output<typeof auditQuery>) {
+  const { agent_id, email, client_id, request_id, event, from, to, limit, cursor } = query;
+  // One more than asked tells whether another page follows.
+  const rows = await store.audit.list({
+    agentId: agent_id,
+    email,
+    clientId: client_id,
+    requestId: request_id,
+    event,
+    from,
+    to,
+    beforeId: cursor === undefined ? undefined : Number(cursor),
+    limit: limit + 1,
+  });
+  const events = rows.slice(0, limit);
+  return { events, next_cursor: rows.length > limit ? String(events[events.length - 1].id) : null };
+}
+
 /** GET /admin/audit: the audit log, newest first, filtered and paged by keyset (id descending). */
 export default async function adminAuditRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { audit } = app.services.store;
 
   app.get(
     '/audit',
     {
       schema: {
-        querystring: querySchema,
+        querystring: auditQuery,
         response: { 200: z.object({ events: z.array(eventView), next_cursor: z.string().nullable() }) },
       },
     },
-    async (request) => {
-      const { agent_id, email, client_id, request_id, event, from, to, limit, cursor } = request.query;
-      // One more than asked tells whether another page follows.
-      const rows = await audit.list({
-        agentId: agent_id,
-        email,
-        clientId: client_id,
-        requestId: request_id,
-        event,
-        from,
-        to,
-        beforeId: cursor === undefined ? undefined : Number(cursor),
-        limit: limit + 1,
-      });
-      const events = rows.slice(0, limit);
-      return { events, next_cursor: rows.length > limit ? String(events[events.length - 1].id) : null };
-    },
+    async (request) => auditPage(app.services.store, request.query),
   );
 }

@@ -1,9 +1,10 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { logAudit } from '../audit.js';
 import { NotFound } from '../errors.js';
 import type { RevocationLevel } from '../store/grant-admin.js';
+import type { Store } from '../store/index.js';
 import { agentView, idParams } from './schemas.js';
 
 const email = z.email().max(320);
@@ -48,6 +49,19 @@ function found<T>(value: T | undefined, level: RevocationLevel, key: string): T 
   return value;
 }
 
+/** Revokes the grants at one level and logs each; the admin API and the console both revoke through here. */
+export async function revokeGrants(store: Store, log: FastifyBaseLogger, level: RevocationLevel, key: string) {
+  const revoked = found(await store.grantAdmin.revoke(level, key), level, key);
+  for (const grant of revoked) logAudit(log, 'revoked', grant);
+  return { revoked: revoked.length };
+}
+
+/** A user (by email), their agents and every sign-in of those agents. */
+export async function userSignIns(store: Store, email: string) {
+  const user = found(await store.grantAdmin.ofUser(email), 'user', email);
+  return { email: user.email, agents: await store.agents.listOfUser(user.user_id), grants: user.grants };
+}
+
 /**
  * Agent owners in control: the sign-in history of an agent, a user (by email) and a website, and
  * revocation at every level. A revoked grant's refresh tokens fail and its access tokens are refused
@@ -55,13 +69,10 @@ function found<T>(value: T | undefined, level: RevocationLevel, key: string): T 
  */
 export default async function adminGrantRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { agents, grantAdmin } = app.services.store;
+  const { grantAdmin } = app.services.store;
 
-  async function revoke(request: FastifyRequest, level: RevocationLevel, key: string) {
-    const revoked = found(await grantAdmin.revoke(level, key), level, key);
-    for (const grant of revoked) logAudit(request.log, 'revoked', grant);
-    return { revoked: revoked.length };
-  }
+  const revoke = (request: FastifyRequest, level: RevocationLevel, key: string) =>
+    revokeGrants(app.services.store, request.log, level, key);
 
   app.get(
     '/agents/:id/grants',
@@ -81,8 +92,7 @@ export default async function adminGrantRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => {
-      const user = found(await grantAdmin.ofUser(request.query.email), 'user', request.query.email);
-      return { email: user.email, agents: await agents.listOfUser(user.user_id), grants: user.grants };
+      return userSignIns(app.services.store, request.query.email);
     },
   );
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { transportProblem } from '../oauth/transport.js';
+import { displayText } from '../protocol/text.js';
+import { transportProblem } from '../protocol/transport.js';
 
-/** Why a redirect URI is refused, or undefined when it is acceptable (decisions.md, Admin API). */
+/** Why a redirect URI is refused, or undefined when it is acceptable (README, "Registering a website and an agent"). */
 export function redirectUriProblem(value: string): string | undefined {
   let url: URL;
   try {
@@ -22,14 +23,14 @@ export const redirectUri = z
   });
 
 export const redirectUris = z.array(redirectUri).min(1, 'needs at least one redirect URI').max(20);
-export const name = z.string().trim().min(1).max(200);
+export const name = displayText(200);
 export const idParams = z.object({ id: z.string().min(1).max(200) });
 
 /** A PATCH body must change something; an empty one is a mistake worth reporting. */
 export const atLeastOne = <T extends z.ZodObject>(body: T) =>
   body.refine((b) => Object.keys(b).length > 0, `give at least one of: ${Object.keys(body.shape).join(', ')}`);
 
-// Response shapes (decisions.md, Admin API): the serializer drops anything else, so a secret hash can never leak.
+// Response shapes (README, "Registering a website and an agent"): the serializer drops anything else, so a secret hash can never leak.
 export const clientView = z.object({
   client_id: z.string(),
   name: z.string(),

@@ -1,6 +1,17 @@
-import { AgentAuthError, RateLimitedError, TimeoutError, errorFromBody } from './errors.js';
+import { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
+import {
+  AgentAuthError,
+  PossibleHijackError,
+  RateLimitedError,
+  RequestAlreadyAuthenticatedError,
+  TimeoutError,
+  WrongWebsiteError,
+  errorFromBody,
+} from './errors.js';
 import { readRequestId, type PageLike } from './page.js';
 import { sleep } from './sleep.js';
+
+export { MAX_WAIT_SECONDS };
 
 export interface AgentAuthClientOptions {
   /** The authorization server's base URL (its issuer), e.g. `https://auth.example`. */
@@ -13,12 +24,28 @@ export interface AgentAuthClientOptions {
   fetch?: typeof fetch;
 }
 
-export type RequestStatus =
-  | { status: 'pending' | 'authenticated' | 'completed' }
-  | { status: 'error'; error: string; error_description: string };
+export type RequestStatus = { status: Exclude<SignInStatus, 'error'> } | { status: 'error'; error: string; error_description: string };
 
 export interface CallOptions {
   signal?: AbortSignal;
+}
+
+export interface AuthenticateOptions extends CallOptions {
+  /**
+   * The origin (scheme://host[:port]) of the website the agent means to sign in to. The server
+   * refuses a sign-in for another website (WrongWebsiteError) without authenticating it.
+   */
+  expectedRedirectOrigin?: string;
+}
+
+/** The 200 answer of authenticate: the sign-in and the website it is for. */
+export interface Authenticated {
+  status: 'authenticated';
+  request_id: string;
+  client_id: string;
+  client_name: string;
+  /** scheme://host[:port] of the redirect URI: where the browser takes the code. */
+  redirect_origin: string;
 }
 
 export interface PollOptions {
@@ -43,7 +70,7 @@ export interface WaitOptions extends PollOptions, CallOptions {
    * not long-poll answers at once, and the client falls back to polling every `intervalMs`.
    */
   longPoll?: boolean;
-  /** Give up after this long (default 60 000 ms; the spec recommends 30 to 60 s). */
+  /** Give up after this long (default 60 000 ms; docs/protocol.md recommends 30 to 60 s). */
   timeoutMs?: number;
   /** Resolve once the browser has the code (`completed`, default) or as soon as the agent is `authenticated`. */
   until?: 'completed' | 'authenticated';
@@ -52,10 +79,14 @@ export interface WaitOptions extends PollOptions, CallOptions {
 export interface SignInOptions extends WaitOptions {
   /** How long to wait for the browser to show the authorization page (default 30 000 ms). */
   pageTimeoutMs?: number;
+  /**
+   * The website the agent means to sign in to, as an origin (`https://shop.example`; a URL is cut
+   * to its origin). A sign-in for another website is refused with WrongWebsiteError, before the
+   * agent is authenticated for it. Strongly recommended: the request id on a page may not be the
+   * website's own.
+   */
+  expectedWebsite?: string;
 }
-
-/** The longest long poll the server grants (check-status `wait`). */
-export const MAX_WAIT_SECONDS = 25;
 
 /** The delay before poll number `attempt + 1`: fixed, or 1 s doubling up to 30 s with `backoff`. */
 export function pollDelay(attempt: number, options: PollOptions = {}): number {
@@ -95,8 +126,8 @@ export class AgentAuthClient {
     this.#fetch = options.fetch ?? fetch;
   }
 
-  /** Proves this agent's identity for one authorization request. */
-  authenticate(requestId: string, options: CallOptions = {}): Promise<{ status: 'authenticated'; request_id: string }> {
+  /** Proves this agent's identity for one authorization request; the answer names the website. */
+  authenticate(requestId: string, options: AuthenticateOptions = {}): Promise<Authenticated> {
     return this.#call('/api/agent/authenticate', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -105,6 +136,7 @@ export class AgentAuthClient {
         agent_id: this.#agentId,
         agent_secret: this.#agentSecret,
         model: this.#model,
+        expected_redirect_origin: options.expectedRedirectOrigin,
       }),
       signal: options.signal,
     });
@@ -159,21 +191,31 @@ export class AgentAuthClient {
 
   /**
    * The whole sign-in for a browser the agent drives: reads the request id from the authorization
-   * page (only on this server's origin), authenticates, and waits for the sign-in to finish.
+   * page (only on this server's origin), authenticates (only for `expectedWebsite`, when given), and
+   * waits for the sign-in to finish. Someone else authenticating the page's sign-in first is
+   * reported as PossibleHijackError.
    */
   async signIn(page: PageLike, options: SignInOptions = {}): Promise<{ requestId: string } & RequestStatus> {
     const { signal, pageTimeoutMs, timeoutMs = 60_000 } = options;
+    const expected = options.expectedWebsite === undefined ? undefined : new URL(options.expectedWebsite).origin;
     const requestId = await readRequestId(page, { expectedOrigin: new URL(this.baseUrl).origin, timeoutMs: pageTimeoutMs, signal });
     const deadline = Date.now() + timeoutMs;
+    let answer: Authenticated;
     for (;;) {
       try {
-        await this.authenticate(requestId, { signal });
+        answer = await this.authenticate(requestId, { signal, expectedRedirectOrigin: expected });
         break;
       } catch (err) {
+        // This agent's own repeat is answered 200: a 409 here means another agent came first.
+        if (err instanceof RequestAlreadyAuthenticatedError) throw new PossibleHijackError(requestId, err);
         const wait = err instanceof RateLimitedError && err.retryAfter !== undefined ? err.retryAfter * 1000 : undefined;
         if (wait === undefined || Date.now() + wait > deadline) throw err;
         await sleep(wait, signal);
       }
+    }
+    // The server checks expected_redirect_origin itself; this catches one that ignored it.
+    if (expected && answer.redirect_origin !== expected) {
+      throw new WrongWebsiteError('redirect_origin_mismatch', `sign-in ${requestId} is for ${answer.redirect_origin}, not ${expected}`);
     }
     const state = await this.waitForCompletion(requestId, { ...options, timeoutMs: Math.max(deadline - Date.now(), 0) });
     return { requestId, ...state };
@@ -190,6 +232,6 @@ export class AgentAuthClient {
     if (json && typeof json.error === 'string') {
       throw errorFromBody(json, res.status, parseRetryAfter(res.headers.get('retry-after')));
     }
-    throw new AgentAuthError('server_error', `unexpected ${res.status} response from ${path.split('?')[0]}`, res.status);
+    throw new AgentAuthError(SIGN_IN_ERRORS.serverError, `unexpected ${res.status} response from ${path.split('?')[0]}`, res.status);
   }
 }

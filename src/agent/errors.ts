@@ -1,3 +1,5 @@
+import { SIGN_IN_ERRORS } from '../protocol/sign-in.js';
+
 /**
  * What the agent sees when a sign-in fails: the server's `{error, error_description}` body
  * (or the `status: "error"` body of check-status) as one typed error per code, so agents can
@@ -24,6 +26,27 @@ export class RequestNotFoundError extends AgentAuthError {}
 export class RequestExpiredError extends AgentAuthError {}
 export class RequestAlreadyAuthenticatedError extends AgentAuthError {}
 export class AccessDeniedError extends AgentAuthError {}
+/** The sign-in is for another website than the agent expected (`expectedWebsite`); the server left it untouched. */
+export class WrongWebsiteError extends AgentAuthError {}
+
+/**
+ * Someone else authenticated the sign-in on the agent's own page before the agent did: whoever
+ * holds its request id (read off the screen, a log, a shared context) may be signing in as someone
+ * else in this browser. Not a retryable conflict: stop, and tell the person.
+ */
+export class PossibleHijackError extends AgentAuthError {
+  constructor(
+    readonly requestId: string,
+    cause: AgentAuthError,
+  ) {
+    super(
+      cause.code,
+      `another agent authenticated sign-in ${requestId} on this agent's page first: possibly a hijack; do not continue it`,
+      cause.status,
+      { cause },
+    );
+  }
+}
 
 export class RateLimitedError extends AgentAuthError {
   constructor(
@@ -44,24 +67,21 @@ export class TimeoutError extends AgentAuthError {
   }
 }
 
-const byCode: Record<string, new (code: string, description: string, status?: number) => AgentAuthError> = {
-  invalid_request: InvalidRequestError,
-  invalid_credentials: InvalidCredentialsError,
-  not_found: RequestNotFoundError,
-  request_expired: RequestExpiredError,
-  request_already_authenticated: RequestAlreadyAuthenticatedError,
-  access_denied: AccessDeniedError,
+const byCode: Partial<Record<string, new (code: string, description: string, status?: number) => AgentAuthError>> = {
+  [SIGN_IN_ERRORS.invalidRequest]: InvalidRequestError,
+  [SIGN_IN_ERRORS.invalidCredentials]: InvalidCredentialsError,
+  [SIGN_IN_ERRORS.notFound]: RequestNotFoundError,
+  [SIGN_IN_ERRORS.requestExpired]: RequestExpiredError,
+  [SIGN_IN_ERRORS.requestAlreadyAuthenticated]: RequestAlreadyAuthenticatedError,
+  [SIGN_IN_ERRORS.accessDenied]: AccessDeniedError,
+  [SIGN_IN_ERRORS.redirectOriginMismatch]: WrongWebsiteError,
 };
 
 /** The error for one failure body; unknown codes keep the base class. */
-export function errorFromBody(
-  body: { error?: unknown; error_description?: unknown },
-  status?: number,
-  retryAfter?: number,
-): AgentAuthError {
-  const code = typeof body.error === 'string' ? body.error : 'server_error';
+export function errorFromBody(body: { error?: unknown; error_description?: unknown }, status?: number, retryAfter?: number): AgentAuthError {
+  const code = typeof body.error === 'string' ? body.error : SIGN_IN_ERRORS.serverError;
   const description = typeof body.error_description === 'string' ? body.error_description : `request failed (${code})`;
-  if (status === 429 || code === 'rate_limited') return new RateLimitedError(code, description, status ?? 429, retryAfter);
+  if (status === 429 || code === SIGN_IN_ERRORS.rateLimited) return new RateLimitedError(code, description, status ?? 429, retryAfter);
   const Type = byCode[code] ?? AgentAuthError;
   return new Type(code, description, status);
 }

@@ -5,6 +5,8 @@
 export {
   AgentAuthClient,
   parseRetryAfter,
+  type Authenticated,
+  type AuthenticateOptions,
   pollDelay,
   type AgentAuthClientOptions,
   type CallOptions,
@@ -18,10 +20,12 @@ export {
   AgentAuthError,
   InvalidCredentialsError,
   InvalidRequestError,
+  PossibleHijackError,
   RateLimitedError,
   RequestAlreadyAuthenticatedError,
   RequestExpiredError,
   RequestNotFoundError,
   TimeoutError,
+  WrongWebsiteError,
 } from './errors.js';
 export { findRequestId, readRequestId, type PageLike, type ReadRequestIdOptions } from './page.js';

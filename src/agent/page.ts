@@ -36,11 +36,17 @@ function metaRequestId(html: string): string | undefined {
   return undefined;
 }
 
+// The page's script literal, `window.authRequest = { request_id: "req_…", … }` (its key quoted or not),
+// and the id's JSON string within it.
+const AUTH_REQUEST_LITERAL = /window\.authRequest\s*=\s*\{([^;]*?)\}\s*;/;
+const REQUEST_ID_ENTRY = /(?:^|[\s,])(?:request_id|"request_id")\s*:\s*("(?:[^"\\]|\\.)*")/;
+
 function scriptRequestId(html: string): string | undefined {
-  const json = /window\.authRequest\s*=\s*(\{[^;]*?\})\s*;/.exec(html)?.[1];
-  if (!json) return undefined;
+  const literal = AUTH_REQUEST_LITERAL.exec(html)?.[1];
+  const quoted = literal && REQUEST_ID_ENTRY.exec(literal)?.[1];
+  if (!quoted) return undefined;
   try {
-    const id = (JSON.parse(json) as { request_id?: unknown }).request_id;
+    const id: unknown = JSON.parse(quoted);
     return typeof id === 'string' && id ? id : undefined;
   } catch {
     return undefined;

@@ -1,13 +1,18 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
+/** `bytes` random bytes, base64url: the one source of every id, secret, token and nonce the server mints. */
+export function randomToken(bytes: number): string {
+  return randomBytes(bytes).toString('base64url');
+}
+
 /** 256 random bits behind a readable prefix, e.g. `aa_as_…` for an agent secret. */
 export function generateSecret(prefix: string): string {
-  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+  return `${prefix}_${randomToken(32)}`;
 }
 
 /** Shorter random identifiers (128 bits): ids are not secrets, but must not be guessable. */
 export function generateId(prefix: string): string {
-  return `${prefix}_${randomBytes(16).toString('base64url')}`;
+  return `${prefix}_${randomToken(16)}`;
 }
 
 export function sha256(value: string): string {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Config } from '../config.js';
+import { lockDataDir } from './data-dir-lock.js';
 import { openPostgres } from './postgres.js';
 import type { Db } from './types.js';
 
@@ -9,5 +10,19 @@ export async function openDb(config: Pick<Config, 'databaseUrl' | 'dataDir'>): P
   if (config.databaseUrl) return openPostgres(config.databaseUrl);
   // Loaded only for the embedded store, as are the WASM engine's megabytes.
   const { openPglite } = await import('./pglite.js');
-  return openPglite(config.dataDir === 'memory' ? 'memory' : join(config.dataDir, 'pglite'));
+  if (config.dataDir === 'memory') return openPglite('memory');
+  const unlock = lockDataDir(config.dataDir);
+  try {
+    const db = await openPglite(join(config.dataDir, 'pglite'));
+    return {
+      ...db,
+      async close() {
+        await db.close();
+        unlock();
+      },
+    };
+  } catch (err) {
+    unlock();
+    throw err;
+  }
 }

@@ -1,31 +1,53 @@
 import pg from 'pg';
+import type { ListenOptions } from './types.js';
 
 const RECONNECT_DELAY_MS = 1000;
 
 /**
  * One dedicated connection (outside the pool) that LISTENs for the whole process. When it is
  * lost it reconnects and listens again; what was notified in between is lost, which is why
- * listeners must not depend on every message arriving.
+ * listeners must not depend on every message arriving (or must hear `onStatus`).
+ *
+ * For `ownWritesFirst` channels every pool connection LISTENs too: PostgreSQL hands a session
+ * its own notifications at commit, before the statement's answer, whereas the dedicated
+ * connection hears them only a moment after.
  */
-export function createPgListener(connectionString: string) {
+export function createPgListener(connectionString: string, pool: pg.Pool) {
   const handlers = new Map<string, Set<(payload: string) => void>>();
+  const statusHandlers = new Set<(listening: boolean) => void>();
+  const ownWriteChannels = new Set<string>();
+  const poolClientsListening = new WeakMap<pg.PoolClient, number>();
   let client: pg.Client | undefined;
   let connecting: Promise<pg.Client> | undefined;
   let closed = false;
 
   const quote = (channel: string) => `"${channel.replace(/"/g, '""')}"`;
+  const dispatch = (msg: pg.Notification) => {
+    for (const handler of handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
+  };
+  const announce = (listening: boolean) => {
+    for (const onStatus of statusHandlers) onStatus(listening);
+  };
+
+  // Queued on a pool connection as it is handed out, so ahead of the statement it is handed out for.
+  pool.on('acquire', (poolClient) => {
+    const listening = poolClientsListening.get(poolClient);
+    if (listening === ownWriteChannels.size) return;
+    if (listening === undefined) poolClient.on('notification', dispatch);
+    for (const channel of ownWriteChannels) poolClient.query(`LISTEN ${quote(channel)}`).catch(() => {});
+    poolClientsListening.set(poolClient, ownWriteChannels.size);
+  });
 
   function connect(): Promise<pg.Client> {
     connecting ??= (async () => {
       const c = new pg.Client({ connectionString, connectionTimeoutMillis: 5000 });
-      c.on('notification', (msg) => {
-        for (const handler of handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
-      });
+      c.on('notification', dispatch);
       c.on('error', () => lost(c));
       c.on('end', () => lost(c));
       await c.connect();
       for (const channel of handlers.keys()) await c.query(`LISTEN ${quote(channel)}`);
       client = c;
+      announce(true);
       return c;
     })().finally(() => {
       connecting = undefined;
@@ -41,24 +63,30 @@ export function createPgListener(connectionString: string) {
   function lost(c: pg.Client) {
     if (client !== c) return;
     client = undefined;
+    announce(false);
     c.end().catch(() => {});
     reconnectLater();
   }
 
   return {
-    async listen(channel: string, onPayload: (payload: string) => void) {
+    async listen(channel: string, onPayload: (payload: string) => void, options: ListenOptions = {}) {
       const set = handlers.get(channel) ?? new Set();
       const first = set.size === 0;
       set.add(onPayload);
       handlers.set(channel, set);
+      if (options.ownWritesFirst) ownWriteChannels.add(channel);
+      if (options.onStatus) statusHandlers.add(options.onStatus);
       if (client) {
-        if (first) await client.query(`LISTEN ${quote(channel)}`).catch(() => {});
+        const c = client;
+        if (first) await c.query(`LISTEN ${quote(channel)}`).catch(() => lost(c));
+        options.onStatus?.(client !== undefined);
       } else {
         // Connecting LISTENs on every channel; if the database is down, keep trying in the background.
         await connect().catch(reconnectLater);
       }
       return async () => {
         set.delete(onPayload);
+        if (options.onStatus) statusHandlers.delete(options.onStatus);
       };
     },
     async close() {

@@ -26,8 +26,11 @@ export function wrapPglite(db: PGlite): Db {
     query: root.query,
     exec: root.exec,
     transaction: (fn) => db.transaction((tx) => fn(wrap(tx))),
-    async listen(channel, onPayload) {
+    // One process, one connection: every notification, its own included, arrives with the answer
+    // to the statement that committed it, and none can be missed.
+    async listen(channel, onPayload, options) {
       const unlisten = await db.listen(channel, onPayload);
+      options?.onStatus?.(true);
       return async () => {
         if (!db.closed) await unlisten();
       };

@@ -16,6 +16,10 @@ function statementName(sql: string): string | undefined {
   return name;
 }
 
+// Client-side wait for an answer, and the server-side limit on a statement, which must be shorter.
+const QUERY_TIMEOUT_MS = 10_000;
+const STATEMENT_TIMEOUT_MS = 8_000;
+
 export function openPostgres(connectionString: string): Db {
   const pool = new pg.Pool({
     connectionString,
@@ -23,7 +27,10 @@ export function openPostgres(connectionString: string): Db {
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30000,
     // A query that hangs (a lost server) must not hold a request forever.
-    query_timeout: 10000,
+    query_timeout: QUERY_TIMEOUT_MS,
+    // The database gives up first: a statement the client stopped waiting for must not commit
+    // afterwards, unseen (a refresh token rotated while the client was told 503).
+    statement_timeout: STATEMENT_TIMEOUT_MS,
   });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
@@ -39,7 +46,7 @@ export function openPostgres(connectionString: string): Db {
     },
   });
   const root = wrap(pool);
-  const listener = createPgListener(connectionString);
+  const listener = createPgListener(connectionString, pool);
 
   return {
     kind: 'postgres',
@@ -59,7 +66,7 @@ export function openPostgres(connectionString: string): Db {
         client.release();
       }
     },
-    listen: (channel, onPayload) => listener.listen(channel, onPayload),
+    listen: (channel, onPayload, options) => listener.listen(channel, onPayload, options),
     async close() {
       await listener.close();
       await pool.end();

@@ -5,14 +5,28 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+export interface ListenOptions {
+  /**
+   * Hears whether delivery is assured: false when the listening connection is lost (what is
+   * notified until it is back is missed), true once it listens again.
+   */
+  onStatus?: (listening: boolean) => void;
+  /**
+   * A notification that a statement of this process causes reaches the handler before that
+   * statement returns, so that this process never acts on what the statement just changed.
+   */
+  ownWritesFirst?: boolean;
+}
+
 export interface Db extends Queryable {
   /** Runs `fn` in one transaction: all of it commits, or none of it does. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /**
    * Calls `onPayload` for every NOTIFY on `channel`, from any connection or instance; returns the
-   * function that stops listening. Delivery is best effort: callers must tolerate a lost message.
+   * function that stops listening. Delivery is best effort: callers must tolerate a lost message,
+   * or hear `options.onStatus` say when messages may have been lost.
    */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  listen(channel: string, onPayload: (payload: string) => void, options?: ListenOptions): Promise<() => Promise<void>>;
   close(): Promise<void>;
   readonly kind: 'postgres' | 'pglite';
 }

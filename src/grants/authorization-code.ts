@@ -3,6 +3,7 @@ import { generateId, sha256 } from '../crypto/secrets.js';
 import { InvalidGrant, InvalidRequest } from '../errors.js';
 import { authenticateClient } from '../oauth/client-auth.js';
 import { newRefreshToken } from '../oauth/refresh-token.js';
+import { signIdToken } from '../oidc/id-token.js';
 import { tokenResponse, type GrantHandler } from './token-response.js';
 
 // RFC 7636 §4.1: 43 to 128 characters of the unreserved set.
@@ -46,5 +47,11 @@ export const authorizationCodeGrant: GrantHandler = async (request, body, creden
   if (!redeemed.verifier_matches) throw new InvalidGrant('code_verifier does not match the code_challenge');
   const { agent_id, model, scope } = redeemed;
   logAudit(request.log, 'token_issued', { grant_id: grantId, client_id: client.client_id, agent_id, model });
-  return tokenResponse(request, { grant_id: grantId, client_id: client.client_id, agent_id, model, scope }, refreshToken);
+  const { signingKeys } = services;
+  // OpenID Connect Core §3.1.3.3: an ID token when the scope asks for one, in OpenID Connect mode.
+  const idToken =
+    signingKeys && scope.split(' ').includes('openid')
+      ? (accessToken: string) => signIdToken(signingKeys, services.config, { ...redeemed, client_id: client.client_id }, accessToken)
+      : undefined;
+  return tokenResponse(request, { grant_id: grantId, client_id: client.client_id, agent_id, model, scope }, refreshToken, idToken);
 };

@@ -11,6 +11,8 @@ export const tokenResponseSchema = z.object({
   expires_in: z.number().int(),
   refresh_token: z.string(),
   scope: z.string(),
+  /** OpenID Connect mode, code grant with the openid scope. */
+  id_token: z.string().optional(),
 });
 export type TokenResponse = z.infer<typeof tokenResponseSchema>;
 
@@ -30,8 +32,17 @@ export interface TokenRequestFields {
  */
 export type GrantHandler = (request: FastifyRequest, body: TokenRequestFields, credentials: PresentedCredentials) => Promise<TokenResponse>;
 
-/** `grant.scope` is the scope of this access token (and the one reported back). */
-export async function tokenResponse(request: FastifyRequest, grant: GrantSubject, refreshToken: string): Promise<TokenResponse> {
+/**
+ * `grant.scope` is the scope of this access token (and the one reported back). `idToken` signs the
+ * ID token, which needs the access token (at_hash).
+ */
+export async function tokenResponse(
+  request: FastifyRequest,
+  grant: GrantSubject,
+  refreshToken: string,
+  idToken?: (accessToken: string) => Promise<string>,
+): Promise<TokenResponse> {
   const { token, expiresIn } = signAccessToken(request.server.services, grant);
-  return { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, scope: grant.scope };
+  const response: TokenResponse = { access_token: token, token_type: 'Bearer', expires_in: expiresIn, refresh_token: refreshToken, scope: grant.scope };
+  return idToken ? { ...response, id_token: await idToken(token) } : response;
 }

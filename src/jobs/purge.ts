@@ -1,20 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { logAudit } from '../audit.js';
 import type { Db } from '../db/types.js';
+import { recordStep } from '../flows/steps.js';
 import type { Metrics } from '../metrics.js';
+import { createMaintenanceStore } from '../store/maintenance.js';
 import { createRequestStore } from '../store/requests.js';
 
-// Requests and codes stay a while past expiry so that a late poll still hears "request_expired"
-// and a late replay of a code still revokes what the code issued. Audit events are kept for the
-// configured retention ($1 days), and so are ended grants: they are the agents' sign-in history.
-const TARGETS: { table: string; expired: string }[] = [
-  { table: 'auth_requests', expired: `expires_at < now() - interval '1 hour'` },
-  { table: 'auth_codes', expired: `expires_at < now() - interval '1 hour'` },
-  { table: 'refresh_tokens', expired: 'expires_at < now()' },
-  { table: 'revoked_access_tokens', expired: 'expires_at < now()' },
-  { table: 'grants', expired: 'expires_at < now() - make_interval(days => $1)' },
-  { table: 'audit_events', expired: 'at < now() - make_interval(days => $1)' },
-];
 const BATCH = 1000;
 
 export interface PurgeOptions {
@@ -33,20 +23,17 @@ export async function purgeExpired(db: Db, { auditRetentionDays, log, metrics }:
   const requests = createRequestStore(db);
   for (;;) {
     const expired = await requests.expireOverdue(BATCH);
-    if (log) for (const request of expired) logAudit(log, 'expired', request);
-    if (expired.length > 0) metrics?.signIns.inc({ stage: 'expired' }, expired.length);
+    for (const request of expired) recordStep({ log, metrics }, 'expired', request);
     if (expired.length < BATCH) break;
   }
+  const maintenance = createMaintenanceStore(db);
   const removed: Record<string, number> = {};
-  for (const { table, expired } of TARGETS) {
+  for (const table of maintenance.purgeTables) {
     removed[table] = 0;
     for (;;) {
-      const { rowCount } = await db.query(
-        `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${expired} LIMIT ${BATCH}))`,
-        expired.includes('$1') ? [auditRetentionDays] : [],
-      );
-      removed[table] += rowCount;
-      if (rowCount < BATCH) break;
+      const count = await maintenance.deleteExpired(table, BATCH, auditRetentionDays);
+      removed[table] += count;
+      if (count < BATCH) break;
     }
   }
   return removed;

@@ -1,5 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import fp from 'fastify-plugin';
+import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { verifySecret } from '../crypto/secrets.js';
 import { InvalidClient, InvalidRequest } from '../errors.js';
@@ -87,32 +86,11 @@ export async function authenticateClient(request: FastifyRequest, { id, secret }
   acceptClient(request, secret, id ? await request.server.services.store.clients.getWithSecret(id) : undefined);
 }
 
-/**
- * The client id a request claims, for rate limiting before (and whether or not) it authenticates;
- * a request that claims none is counted by its address instead, so leaving the id out buys nothing.
- */
-function claimedClientId(request: FastifyRequest): string {
-  let claimed: string | undefined;
+/** The client id a request claims (it may not authenticate), or undefined when it names none. */
+export function claimedClientId(request: FastifyRequest): string | undefined {
   try {
-    claimed = basicCredentials(request.headers.authorization)?.id ?? (request.body as { client_id?: string }).client_id;
+    return basicCredentials(request.headers.authorization)?.id ?? (request.body as { client_id?: string } | undefined)?.client_id;
   } catch {
-    // A malformed Basic header claims no one.
+    return undefined; // A malformed Basic header claims no one.
   }
-  return claimed ? `client:${claimed}` : `ip:${request.ip}`;
 }
-
-/**
- * Registered inside a route plugin whose handlers authenticate the client themselves (with
- * presentedCredentials and acceptClient, reading the client along with what they need).
- * /token, /introspect and /revoke share one request budget per client id.
- */
-export const clientBudget = fp(async function clientBudget(app: FastifyInstance) {
-  app.decorateRequest('client', null as unknown as AuthenticatedClient);
-  app.addHook('preHandler', app.limiter('client', app.services.config.rateLimits.clientPerClient, claimedClientId));
-});
-
-/** Registered inside a route plugin: every route of that plugin requires an authenticated client. */
-export const clientAuthentication = fp(async function clientAuthentication(app: FastifyInstance) {
-  await app.register(clientBudget);
-  app.addHook('preHandler', (request) => authenticateClient(request));
-});

@@ -4,3 +4,8 @@ export function redirectToClient(redirectUri: string, params: Record<string, str
   for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
   return url.toString();
 }
+
+/** The website a sign-in is for, as the agent is told it: scheme://host[:port] of its redirect URI. */
+export function redirectOrigin(redirectUri: string): string {
+  return new URL(redirectUri).origin;
+}

@@ -12,7 +12,7 @@ export function parseScope(scope: string | undefined): string[] {
   return values;
 }
 
-/** The spec's table: email is shared for `email`, `openid` or `profile`. */
+/** docs/protocol.md (userinfo): the email is shared for `email`, `openid` or `profile`. */
 export function scopeGrantsEmail(scope: string): boolean {
   return scope.split(' ').some((s) => s === 'email' || s === 'openid' || s === 'profile');
 }

@@ -1,6 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { InvalidRequest, NotFound, OAuthError, ServerError, ServiceUnavailable } from '../errors.js';
+import { isStoreUnavailable } from '../db/unavailable.js';
+import { InvalidRequest, NotFound, OAuthError, PayloadTooLarge, ServerError, ServiceUnavailable, UnsupportedMediaType, UriTooLong } from '../errors.js';
+import { throttledWarning } from '../logger.js';
+import { renderErrorPage } from '../pages/request-pages.js';
 import { routeLabel } from './metrics.js';
 
 declare module 'fastify' {
@@ -10,14 +13,8 @@ declare module 'fastify' {
   }
 }
 
-// Errors from the database driver that mean "the store is not reachable right now".
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03', '08000', '08001', '08003', '08006']);
-function isStoreUnavailable(err: FastifyError & { code?: string }): boolean {
-  return (
-    UNAVAILABLE_CODES.has(String(err.code)) ||
-    /Connection terminated|connection timeout|Query read timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(err.message)
-  );
-}
+// During an outage every request fails the same way: a few lines say so, not one per request.
+const warnStoreUnavailable = throttledWarning();
 
 function describeValidation(err: FastifyError): string {
   const first = err.validation?.[0] as { instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } } | undefined;
@@ -26,25 +23,26 @@ function describeValidation(err: FastifyError): string {
   return field ? `${where} "${field}": ${first?.message ?? 'is invalid'}` : `${err.validationContext ?? 'request'}: ${first?.message ?? 'is invalid'}`;
 }
 
-/** Turns anything thrown into the spec's `{error, error_description}`; never a stack trace. */
+/** Turns anything thrown into `{error, error_description}` (docs/protocol.md, Errors); never a stack trace. */
 export function toOAuthError(err: FastifyError, request: FastifyRequest): OAuthError {
   if (err instanceof OAuthError) return err;
   if (err.validation) return new InvalidRequest(describeValidation(err));
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return new OAuthError('invalid_request', 'unsupported content type', 415);
+    return new UnsupportedMediaType();
   }
   if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new OAuthError('invalid_request', 'request body is too large', 413);
+    return new PayloadTooLarge();
   }
   // Fastify's message would repeat the whole path back.
-  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return new OAuthError('invalid_request', 'a path segment is too long', 414);
+  if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') return new UriTooLong();
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
     return new InvalidRequest(err.message || 'malformed request');
   }
   // PostgreSQL refuses NUL in text (22021): the value came from the request, and no field accepts it.
   if (err.code === '22021') return new InvalidRequest('text must not contain NUL characters');
   if (isStoreUnavailable(err)) {
-    request.log.warn({ err: { message: err.message, code: err.code } }, 'store unavailable');
+    // Not under `err`: pino would add an empty stack to a plain object there.
+    warnStoreUnavailable(request.log, { error: { code: err.code, message: err.message } }, 'store unavailable', String(err.code));
     return new ServiceUnavailable();
   }
   request.log.error({ err }, 'unhandled error');
@@ -55,7 +53,7 @@ export async function sendError(error: OAuthError, request: FastifyRequest, repl
   request.server.services.metrics.failures.inc({ error: error.error, route: routeLabel(request) });
   reply.code(error.statusCode).headers(error.headers);
   if (html) {
-    return reply.view('error.eta', { error: error.error, description: error.description, nonce: reply.cspNonce });
+    return renderErrorPage(reply, error);
   }
   return reply.send(error.toJSON());
 }

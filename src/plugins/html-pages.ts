@@ -1,10 +1,13 @@
+import { readFileSync } from 'node:fs';
+import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fastifyHelmet from '@fastify/helmet';
-import helmet, { type HelmetOptions } from 'helmet';
 import fastifyView from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
+import helmet, { type HelmetOptions } from 'helmet';
+import type { Config } from '../config.js';
 
 const viewsDir = fileURLToPath(new URL('../../views', import.meta.url));
 
@@ -16,7 +19,54 @@ const common: HelmetOptions = {
 
 // The JSON API's headers carry no nonce, so one helmet middleware, built once, serves them all
 // (@fastify/helmet builds one per response, and draws two nonces for it).
-const apiHeaders = helmet({ ...common, contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } });
+const apiHeaders = helmet({
+  ...common,
+  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+});
+
+const LOGO_TYPES: Record<string, string> = {
+  '.png': 'image/png',
+  '.svg': 'image/svg+xml',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.webp': 'image/webp',
+  '.gif': 'image/gif',
+};
+
+// Shared by every page: local times, copy buttons. External, so pages need no inline script for it.
+const pagesScript = readFileSync(fileURLToPath(new URL('../../views/assets/pages.js', import.meta.url)), 'utf8');
+
+/** What the layouts show of the operator's branding (BRAND_*, docs/operations.md). */
+export interface Brand {
+  name: string;
+  /** Where the logo is loaded from: BRAND_LOGO_URL, or this listener's copy of BRAND_LOGO_FILE. */
+  logoSrc?: string;
+  accent: string;
+  /** Black or white, whichever reads better on the accent colour (WCAG relative luminance). */
+  accentText: string;
+}
+
+function textOn(hex: string): string {
+  const digits = hex.length === 4 ? [...hex.slice(1)].map((d) => d + d).join('') : hex.slice(1);
+  const [r, g, b] = [0, 2, 4].map((i) => {
+    const c = parseInt(digits.slice(i, i + 2), 16) / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  const luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  // The contrast with white (1.05 / (L + .05)) beats the contrast with black ((L + .05) / .05) below L ≈ .18.
+  return luminance > 0.179 ? '#000000' : '#ffffff';
+}
+
+export function brandOf(config: Config['brand'], prefix: string): Brand {
+  const accent = config.accentColor ?? '#1f6feb';
+  const logoSrc = config.logoUrl ?? (config.logoFile ? `${prefix}/assets/logo` : undefined);
+  return { name: config.name, logoSrc, accent, accentText: textOn(accent) };
+}
+
+export interface HtmlPagesOptions {
+  /** The console's forms post only to itself; the sign-in pages cannot say so (see below). */
+  formActionSelf?: boolean;
+}
 
 /** Pages (routes with `config.html`, and /docs) need per-response nonces; the JSON API does not. */
 const isPageRoute = (route: RouteOptions) => Boolean(route.config?.html) || route.url.startsWith('/docs');
@@ -25,7 +75,9 @@ const isPageRoute = (route: RouteOptions) => Boolean(route.config?.html) || rout
  * Security headers for every response and eta templates for the browser pages. Scripts and
  * styles run only with the per-response nonce; nothing may frame us; no referrer leaks the query.
  */
-export default fp(async function htmlPages(app: FastifyInstance) {
+export default fp(async function htmlPages(app: FastifyInstance, options: HtmlPagesOptions) {
+  const { brand: brandConfig } = app.services.config;
+  const brand = brandOf(brandConfig, app.prefix);
   // Before @fastify/helmet's own onRoute hook, which reads `helmet: false`.
   app.addHook('onRoute', (route) => {
     if (isPageRoute(route)) return;
@@ -45,18 +97,31 @@ export default fp(async function htmlPages(app: FastifyInstance) {
         defaultSrc: ["'none'"],
         scriptSrc: ["'self'"],
         styleSrc: ["'self'"],
-        imgSrc: ["'self'", 'data:'],
+        imgSrc: ["'self'", 'data:', ...(brandConfig.logoUrl ? [new URL(brandConfig.logoUrl).origin] : [])],
         connectSrc: ["'self'"],
         baseUri: ["'none'"],
         frameAncestors: ["'none'"],
-        // No form-action: Chrome applies it to the redirect that follows Approve, which goes to the website.
+        // No form-action on the sign-in pages: Chrome applies it to the redirect that follows Approve,
+        // which goes to the website.
+        ...(options.formActionSelf ? { formAction: ["'self'"] } : {}),
       },
     },
   });
   await app.register(fastifyView, {
     engine: { eta: new Eta({ views: viewsDir, cache: true }) },
     root: viewsDir,
+    defaultContext: { brand },
   });
+  app.get('/assets/pages.js', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(pagesScript),
+  );
+  if (brandConfig.logoFile) {
+    const logo = readFileSync(brandConfig.logoFile);
+    const type = LOGO_TYPES[extname(brandConfig.logoFile).toLowerCase()];
+    app.get('/assets/logo', { schema: { hide: true } }, async (_request, reply) =>
+      reply.type(type).header('cache-control', 'public, max-age=300').send(logo),
+    );
+  }
   // Pages carry request ids and one-time state: never cache them anywhere.
   app.addHook('onSend', async (_request, reply) => {
     if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {

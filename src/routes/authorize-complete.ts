@@ -2,13 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
-import { browserSecret, csrfToken } from '../oauth/browser-binding.js';
-import { completeRequest, tryCompleteRequest } from '../oauth/complete-request.js';
-import { loadBrowserRequest } from '../oauth/browser-request.js';
-import { renderRequestPage } from '../oauth/request-pages.js';
+import { browserSecret, csrfToken } from '../flows/browser-binding.js';
+import { complete, loadBrowserRequest, requestIdSchema, tryComplete } from '../flows/sign-in.js';
 import { htmlPage, noBody, UNAVAILABLE } from '../openapi.js';
-
-export const requestIdSchema = z.string().min(1).max(200).describe('the authorization request id from the sign-in page');
+import { renderRequestPage } from '../pages/request-pages.js';
 
 const schema = {
   tags: ['browser'],
@@ -33,36 +30,38 @@ const schema = {
  */
 export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { config, store } = app.services;
+  const { config } = app.services;
 
-  app.get(
-    '/authorize/complete',
-    { schema, config: { html: true } },
-    async (request, reply) => {
-      const requestId = request.query.request_id;
-      // The usual visit, without approval, is one statement: the guarded completion itself. The
-      // request is read only when that does not apply, to show the right page or error.
-      const presented = browserSecret(request);
-      if (!config.requireApproval && presented) {
-        const location = await tryCompleteRequest(app.services, request.log, requestId, sha256(presented));
-        if (location) return reply.redirect(location, 302);
-      }
-      const { details, secret, browserHash } = await loadBrowserRequest(store, request, requestId);
-      const page = { requestId: details.id, clientName: details.client_name, scope: details.scope, expiresAt: details.expires_at };
-      if (details.status === 'pending') return renderRequestPage(reply, 'waiting', page);
-      if (config.requireApproval) {
-        return renderRequestPage(reply, 'approval', {
-          ...page,
-          approval: {
-            agentId: details.agent_id!,
-            agentName: details.agent_name,
-            model: details.model!,
-            email: details.email!,
-            csrfToken: csrfToken(secret, details.id),
-          },
-        });
-      }
-      return reply.redirect(await completeRequest(app.services, request.log, details.id, browserHash), 302);
-    },
-  );
+  app.get('/authorize/complete', { schema, config: { html: true } }, async (request, reply) => {
+    const requestId = request.query.request_id;
+    // The usual visit, without approval, is one statement: the guarded completion itself. The
+    // request is read only when that does not apply, to show the right page or error.
+    const presented = browserSecret(request, config, requestId);
+    if (!config.requireApproval && presented) {
+      const location = await tryComplete({ services: app.services, request, reply, requestId, browserHash: sha256(presented) });
+      if (location) return reply.redirect(location, 302);
+    }
+    const { details, secret, browserHash } = await loadBrowserRequest(app.services, request, requestId);
+    const page = {
+      requestId: details.id,
+      clientName: details.client_name,
+      redirectUri: details.redirect_uri,
+      scope: details.scope,
+      expiresAt: details.expires_at,
+    };
+    if (details.status === 'pending') return renderRequestPage(reply, 'waiting', page);
+    if (config.requireApproval) {
+      return renderRequestPage(reply, 'approval', {
+        ...page,
+        approval: {
+          agentId: details.agent_id!,
+          agentName: details.agent_name,
+          model: details.model!,
+          email: details.email!,
+          csrfToken: csrfToken(secret, details.id),
+        },
+      });
+    }
+    return reply.redirect(await complete({ services: app.services, request, reply, requestId: details.id, browserHash }), 302);
+  });
 }

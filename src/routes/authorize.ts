@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { logAudit } from '../audit.js';
 import { InvalidClient, InvalidRequest, UnsupportedResponseType } from '../errors.js';
-import { bindBrowser } from '../oauth/browser-binding.js';
-import { renderRequestPage } from '../oauth/request-pages.js';
+import { start } from '../flows/sign-in.js';
 import { parseScope } from '../oauth/scopes.js';
 import { htmlPage, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { renderRequestPage } from '../pages/request-pages.js';
+import { byAddress } from '../plugins/rate-limit.js';
+import { idText } from '../protocol/text.js';
 
 // The longest value each parameter may have.
 const MAX_LENGTH = {
@@ -17,11 +18,13 @@ const MAX_LENGTH = {
   code_challenge: 128,
   code_challenge_method: 100,
   scope: 500,
+  login_hint: 64,
+  nonce: 500,
 };
 type Parameter = keyof typeof MAX_LENGTH;
 
 // The schema takes any string, or several for a parameter sent twice, so that the handler checks
-// everything (presence, repetition, length) in decisions.md's order: the first failure wins.
+// everything (presence, repetition, length) in the order docs/protocol.md gives: the first failure wins.
 const param = (name: Parameter) =>
   z.union([z.string(), z.array(z.string())]).optional().describe(`at most ${MAX_LENGTH[name]} characters, sent once`);
 const querySchema = z.object(Object.fromEntries(Object.keys(MAX_LENGTH).map((name) => [name, param(name as Parameter)])) as Record<Parameter, ReturnType<typeof param>>);
@@ -33,7 +36,8 @@ const schema = {
     'Starts a sign-in in the user\'s browser (authorization code flow with PKCE S256; state is required). Shows the ' +
     'sign-in page, which carries the request id for the agent (<meta name="request-id"> and window.authRequest) and ' +
     'binds the request to this browser with a cookie; once the agent has authenticated, the page moves on to ' +
-    '/authorize/complete. scope defaults to "openid email profile".',
+    '/authorize/complete. scope defaults to "openid email profile". login_hint (an agent id): only that agent may ' +
+    'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token.',
   querystring: querySchema,
   response: {
     200: htmlPage('The sign-in page'),
@@ -44,6 +48,7 @@ const schema = {
 };
 
 const CODE_CHALLENGE = /^[A-Za-z0-9_-]{43,128}$/;
+const agentId = idText();
 
 /** A parameter sent at most once (RFC 6749 §3.1) and not over-long. */
 function optional(query: AuthorizeQuery, name: Parameter): string | undefined {
@@ -64,7 +69,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { config, store } = app.services;
 
-  const perIp = app.limiter('authorize-ip', config.rateLimits.authorizePerIp, (request) => request.ip);
+  const perIp = app.limiter('authorize-ip', config.rateLimits.authorizePerIp, byAddress);
 
   app.get('/authorize', { schema, config: { html: true }, onRequest: perIp }, async (request, reply) => {
     const query = request.query;
@@ -90,23 +95,24 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
       throw new InvalidRequest('code_challenge_method must be S256');
     }
     const scope = parseScope(optional(query, 'scope')).join(' ');
+    const loginHint = optional(query, 'login_hint');
+    if (loginHint !== undefined && !agentId.safeParse(loginHint).success) throw new InvalidRequest('login_hint must be an agent id');
+    // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
+    const nonce = config.idTokenSigningAlg ? optional(query, 'nonce') : undefined;
 
-    const created = await store.requests.create(
-      {
-        client_id: client.client_id,
-        redirect_uri: redirectUri,
-        state,
-        code_challenge: codeChallenge,
-        scope,
-        browser_hash: bindBrowser(request, reply, config),
-      },
-      config.ttl.authRequest,
-    );
-    app.services.metrics.signIns.inc({ stage: 'started' });
-    logAudit(request.log, 'authorize_started', { request_id: created.id, client_id: client.client_id });
+    const created = await start(app.services, request, reply, {
+      client_id: client.client_id,
+      redirect_uri: redirectUri,
+      state,
+      code_challenge: codeChallenge,
+      scope,
+      login_hint: loginHint ?? null,
+      nonce: nonce ?? null,
+    });
     return renderRequestPage(reply, 'waiting', {
       requestId: created.id,
       clientName: client.name,
+      redirectUri,
       scope,
       expiresAt: created.expires_at,
     });

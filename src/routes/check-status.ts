@@ -1,36 +1,18 @@
-import type { ServerResponse } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { noteExpiry } from '../audit.js';
-import { NotFound } from '../errors.js';
-import type { RequestWatch } from '../events/request-changes.js';
-import { noStore } from '../oauth/no-store.js';
+import { requestIdSchema, status } from '../flows/sign-in.js';
 import { errorResponses, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
-import type { RequestState } from '../store/requests.js';
-import { requestIdSchema } from './authorize-complete.js';
+import { noStore } from '../plugins/no-store.js';
+import { byAddress } from '../plugins/rate-limit.js';
+import { MAX_WAIT_SECONDS, SIGN_IN_STATUSES } from '../protocol/sign-in.js';
 
-// The serializer drops fields this does not name; typing statusBody by it keeps the two in step.
+// The serializer drops fields this does not name; the flow's StatusAnswer fits it.
 const statusSchema = z.object({
-  status: z.enum(['pending', 'authenticated', 'completed', 'error']),
+  status: z.enum(SIGN_IN_STATUSES),
   error: z.string().optional().describe('with status error: request_expired or access_denied'),
   error_description: z.string().optional(),
 });
-
-/** The spec's bodies; never the code, which only the browser receives. */
-export function statusBody(state: RequestState): z.infer<typeof statusSchema> {
-  if (state.expired) {
-    return { status: 'error', error: 'request_expired', error_description: 'the authorization request has expired' };
-  }
-  if (state.status === 'error') {
-    return { status: 'error', error: state.error ?? 'access_denied', error_description: 'the user denied the sign-in' };
-  }
-  return { status: state.status };
-}
-
-/** Re-read the state at least this often while holding a long poll, in case a notification was lost. */
-const RECHECK_MS = 5000;
-const MAX_WAIT_SECONDS = 25;
 
 const schema = {
   tags: ['agent'],
@@ -39,10 +21,18 @@ const schema = {
     `With \`wait\` (seconds, at most ${MAX_WAIT_SECONDS}) the answer is held until the state changes: a long poll.`,
   querystring: z.object({
     request_id: requestIdSchema,
-    wait: z.coerce.number().int().min(0).max(MAX_WAIT_SECONDS).optional().describe('long poll: hold the answer up to this many seconds until the state changes'),
+    wait: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(MAX_WAIT_SECONDS)
+      .optional()
+      .describe('long poll: hold the answer up to this many seconds until the state changes'),
     last_status: statusSchema.shape.status
       .optional()
-      .describe('with wait: the status the caller last saw; the answer is held only while the request still has it (default: its status when the call arrives)'),
+      .describe(
+        'with wait: the status the caller last saw; the answer is held only while the request still has it (default: its status when the call arrives)',
+      ),
   }),
   response: {
     200: statusSchema,
@@ -55,59 +45,21 @@ const schema = {
   },
 };
 
-/**
- * Holds a long poll: returns the state once its status differs from `before`, once the request
- * expires or is gone, when `waitMs` is up, when the client hangs up, or when the server shuts down.
- */
-async function awaitChange(
-  read: () => Promise<RequestState | undefined>,
-  initial: RequestState,
-  before: RequestState['status'],
-  waitMs: number,
-  watch: RequestWatch,
-  response: ServerResponse,
-  closing: AbortSignal,
-) {
-  const hungUp = new AbortController();
-  response.once('close', () => hungUp.abort());
-  const stop = AbortSignal.any([hungUp.signal, closing]);
-  const deadline = Date.now() + waitMs;
-  let state: RequestState | undefined = initial;
-  while (state && statusBody(state).status === before && (before === 'pending' || before === 'authenticated')) {
-    const left = Math.min(deadline, state.expires_at.getTime() + 50) - Date.now();
-    if (left <= 0 || stop.aborted) break;
-    await watch.nextChange(Math.min(left, RECHECK_MS), stop);
-    // Undefined once the request is gone (purged or its client deleted): the caller hears 404.
-    state = await read();
-  }
-  return state;
-}
-
 /** GET /api/check-status: the agent (and the page) poll a request's state. */
 export default async function checkStatusRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { config, store } = app.services;
-  const perIp = app.limiter('check-status-ip', config.rateLimits.checkStatusPerIp, (request) => request.ip);
+  const { config } = app.services;
+  const perIp = app.limiter('check-status-ip', config.rateLimits.checkStatusPerIp, byAddress);
   // A shutdown answers held polls at once with the state as it is (the caller asks again, maybe
   // of another instance), so that draining never waits out a 25 s poll.
   const closing = new AbortController();
   app.addHook('preClose', async () => closing.abort());
 
   app.get('/api/check-status', { schema, onRequest: [noStore, perIp] }, async (request, reply) => {
-    const { request_id: id, wait = 0, last_status: lastStatus } = request.query;
-    const watch = wait > 0 ? app.services.requestChanges.watch(id) : undefined;
-    let state: RequestState | undefined;
-    try {
-      state = await store.requests.get(id);
-      if (state && watch) {
-        const before = lastStatus ?? statusBody(state).status;
-        state = await awaitChange(() => store.requests.get(id), state, before, wait * 1000, watch, reply.raw, closing.signal);
-      }
-    } finally {
-      watch?.stop();
-    }
-    if (!state) throw new NotFound('the authorization request does not exist');
-    noteExpiry(request, state);
-    return statusBody(state);
+    const { request_id: requestId, wait = 0, last_status: lastStatus } = request.query;
+    if (wait === 0) return status(app.services, request, requestId);
+    const hungUp = new AbortController();
+    reply.raw.once('close', () => hungUp.abort());
+    return status(app.services, request, requestId, { waitMs: wait * 1000, lastStatus, stop: AbortSignal.any([hungUp.signal, closing.signal]) });
   });
 }

@@ -4,11 +4,12 @@ import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
-import { acceptClient, clientBudget, presentedCredentials, tokenRequest, type PresentedCredentials as Credentials } from '../oauth/client-auth.js';
-import { noStore } from '../oauth/no-store.js';
+import { acceptClient, presentedCredentials, tokenRequest, type PresentedCredentials as Credentials } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
+import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, serializeAsBuilt, UNAVAILABLE } from '../openapi.js';
+import { clientBudget } from '../plugins/client-auth.js';
+import { noStore } from '../plugins/no-store.js';
 import type { StoredClientCredentials } from '../store/clients.js';
-import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 
@@ -96,7 +97,7 @@ export default async function introspectRoutes(fastify: FastifyInstance) {
   app.addHook('onRequest', noStore);
   await app.register(clientBudget);
 
-  app.post('/introspect', { schema }, async (request) => {
+  app.post('/introspect', { schema, serializerCompiler: serializeAsBuilt }, async (request) => {
     const credentials = presentedCredentials(request);
     const { token } = request.body;
     const introspect = token && isRefreshTokenFormat(token) ? introspectRefreshToken : introspectAccessToken;

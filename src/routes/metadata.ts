@@ -23,7 +23,7 @@ const metadataSchema = z.object({
   revocation_endpoint_auth_methods_supported: values,
 });
 
-/** RFC 8414 metadata: the spec's fields, plus RFC 9207 `iss` support and the auth methods. */
+/** RFC 8414 metadata: the fields docs/protocol.md lists, plus RFC 9207 `iss` support and the auth methods. */
 export function authorizationServerMetadata(issuer: string): z.infer<typeof metadataSchema> {
   return {
     issuer,
@@ -44,36 +44,90 @@ export function authorizationServerMetadata(issuer: string): z.infer<typeof meta
   };
 }
 
+// OpenID Connect Discovery 1.0 §3: what OpenID Connect mode adds to the RFC 8414 fields.
+const openidSchema = metadataSchema.extend({
+  subject_types_supported: values,
+  id_token_signing_alg_values_supported: values,
+  response_modes_supported: values,
+  claims_supported: values,
+  claims_parameter_supported: z.boolean(),
+  request_parameter_supported: z.boolean(),
+  request_uri_parameter_supported: z.boolean(),
+});
+const discoverySchema = z.union([openidSchema, metadataSchema]);
+
+/** The ID token's claims (docs/interop.md). */
+const ID_TOKEN_CLAIMS = ['iss', 'sub', 'aud', 'azp', 'iat', 'exp', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified', 'model'];
+
+/**
+ * What /.well-known/openid-configuration says. In OpenID Connect mode, OpenID Connect Discovery
+ * metadata. Otherwise the RFC 8414 document (RFC 8414 §5 allows it there) without the openid
+ * scope, so that no client takes the server for an OpenID Provider and waits for an ID token
+ * (docs/interop.md).
+ */
+export function discoveryMetadata(issuer: string, idTokenSigningAlg: string | undefined): z.infer<typeof discoverySchema> {
+  const metadata = authorizationServerMetadata(issuer);
+  if (!idTokenSigningAlg) return { ...metadata, scopes_supported: metadata.scopes_supported.filter((s) => s !== 'openid') };
+  return {
+    ...metadata,
+    subject_types_supported: ['public'],
+    id_token_signing_alg_values_supported: [idTokenSigningAlg],
+    response_modes_supported: ['query'],
+    claims_supported: ID_TOKEN_CLAIMS,
+    // Not supported; request_uri_parameter_supported defaults to true, so it must be said.
+    claims_parameter_supported: false,
+    request_parameter_supported: false,
+    request_uri_parameter_supported: false,
+  };
+}
+
+const publishedKey = z.object({
+  kty: z.string(),
+  kid: z.string(),
+  alg: z.string(),
+  use: z.literal('sig'),
+  n: z.string().optional(),
+  e: z.string().optional(),
+  crv: z.string().optional(),
+  x: z.string().optional(),
+  y: z.string().optional(),
+});
+
 export default async function metadataRoutes(app: FastifyInstance) {
-  const metadata = authorizationServerMetadata(app.services.config.issuer);
+  const { config, signingKeys } = app.services;
+  const metadata = authorizationServerMetadata(config.issuer);
+  const discovery = discoveryMetadata(config.issuer, config.idTokenSigningAlg);
   app.get(
     '/.well-known/oauth-authorization-server',
     { schema: { tags: ['discovery'], description: 'Authorization server metadata (RFC 8414).', response: { 200: metadataSchema } } },
     async () => metadata,
   );
-  // RFC 8414 §5: the same document at the OpenID Connect discovery path, for client libraries
-  // (Auth.js among them) that only look there. No ID token is issued, so OIDC-only clients still fail.
+  // Client libraries that only look at this path (Auth.js among them) find the endpoints here in both modes.
   app.get(
     '/.well-known/openid-configuration',
     {
       schema: {
         tags: ['discovery'],
-        description: 'The RFC 8414 metadata again, at the path that OpenID Connect discovery uses (RFC 8414 §5).',
-        response: { 200: metadataSchema },
+        description:
+          'OpenID Connect Discovery 1.0 metadata when ID_TOKEN_SIGNING_ALG is set; otherwise the RFC 8414 metadata ' +
+          '(RFC 8414 §5) without the openid scope, since no ID token is issued.',
+        response: { 200: discoverySchema },
       },
     },
-    async () => metadata,
+    async () => discovery,
   );
-  // Tokens are HS256 (a shared secret), so there is no public key to publish.
+  // Access tokens are HS256 (a shared secret, never published); only ID token keys appear here.
   app.get(
     '/.well-known/jwks.json',
     {
       schema: {
         tags: ['discovery'],
-        description: 'The JSON Web Key Set: always empty, since access tokens are signed with a shared secret (HS256).',
-        response: { 200: z.object({ keys: z.array(z.never()) }) },
+        description:
+          'The JSON Web Key Set: the public keys that sign ID tokens (OpenID Connect mode), current and recently ' +
+          'retired; empty otherwise, since access tokens are signed with a shared secret (HS256).',
+        response: { 200: z.object({ keys: z.array(publishedKey) }) },
       },
     },
-    async () => ({ keys: [] }),
+    async () => ({ keys: signingKeys ? await signingKeys.published() : [] }),
   );
 }

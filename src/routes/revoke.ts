@@ -1,24 +1,26 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { logAudit } from '../audit.js';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { verifyAccessToken } from '../oauth/access-token.js';
-import { clientAuthentication, tokenRequest } from '../oauth/client-auth.js';
-import { noStore } from '../oauth/no-store.js';
+import { tokenRequest } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
-import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, noBody, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { clientAuthentication } from '../plugins/client-auth.js';
+import { noStore } from '../plugins/no-store.js';
 
 const schema = {
   tags: ['oauth'],
   description:
     'Revokes one of the client\'s access or refresh tokens (RFC 7009); a refresh token takes every token issued ' +
-    'with it along. The answer is the same whatever the token: 200 with an empty body.',
+    'with it along. The answer is the same whatever the token: 200 with an empty JSON object.',
   consumes: FORM_OR_JSON,
   security: CLIENT_AUTH,
   body: tokenRequest,
   response: {
-    200: noBody('Revoked, or nothing to revoke'),
+    200: z.object({}).strict().describe('Revoked, or nothing to revoke'),
     ...errorResponses({
       400: 'invalid_request: token is missing',
       401: 'invalid_client: unknown or inactive client, or wrong secret',
@@ -30,7 +32,9 @@ const schema = {
 };
 
 /**
- * POST /revoke (RFC 7009): 200 with an empty body whatever the token, so the answer tells nothing.
+ * POST /revoke (RFC 7009): 200 with `{}` whatever the token, so the answer tells nothing. RFC 7009
+ * §2.2 leaves the body to us; an empty JSON object, typed as JSON, is what client libraries parse
+ * without complaint (simple-oauth2 fails on an empty body without a content type).
  * A client revokes only its own tokens; a refresh token takes its whole family with it.
  */
 export default async function revokeRoutes(fastify: FastifyInstance) {
@@ -54,6 +58,6 @@ export default async function revokeRoutes(fastify: FastifyInstance) {
         logAudit(request.log, 'revoked', { client_id: clientId, agent_id: claims.sub, model: claims.model, reason: 'client_revocation' });
       }
     }
-    return reply.code(200).send(undefined);
+    return reply.code(200).send({});
   });
 }

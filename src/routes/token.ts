@@ -5,9 +5,10 @@ import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
 import { authorizationCodeGrant } from '../grants/authorization-code.js';
 import { refreshTokenGrant } from '../grants/refresh-token.js';
 import { tokenResponseSchema, type GrantHandler } from '../grants/token-response.js';
-import { authenticateClient, clientBudget, clientCredentials, param, presentedCredentials } from '../oauth/client-auth.js';
-import { noStore } from '../oauth/no-store.js';
+import { authenticateClient, clientCredentials, param, presentedCredentials } from '../oauth/client-auth.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { clientBudget } from '../plugins/client-auth.js';
+import { noStore } from '../plugins/no-store.js';
 
 // Unknown parameters are ignored (RFC 6749 §3.2); known ones must be single strings.
 const tokenRequest = z.object({

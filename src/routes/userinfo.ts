@@ -1,40 +1,69 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidToken } from '../errors.js';
+import { InvalidRequest, InvalidToken } from '../errors.js';
 import { liveAccessToken } from '../oauth/access-token.js';
-import { noStore } from '../oauth/no-store.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
-import { errorResponses, UNAVAILABLE } from '../openapi.js';
+import { BODY_REFUSED, errorResponses, serializeAsBuilt, UNAVAILABLE } from '../openapi.js';
+import { noStore } from '../plugins/no-store.js';
 
-// RFC 6750 §2.1; the header is the only place we accept the token (not the query, not the body).
+// RFC 6750 §2.1.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
-const schema = {
+const response = {
+  200: z.object({ sub: z.string().describe('the agent id'), email: z.string().optional() }),
+  ...errorResponses({
+    401: 'invalid_request: missing or invalid access token (WWW-Authenticate: Bearer, with error="invalid_token" ' + 'when a token came and failed)',
+    503: UNAVAILABLE,
+  }),
+};
+const description = "The agent behind an access token (sub), and the user's email when the granted scope holds email, openid or profile.";
+
+const getSchema = {
+  tags: ['oauth'],
+  description: `${description} The token goes in the Authorization header.`,
+  security: [{ bearerToken: [] }],
+  response,
+};
+
+// A form body may carry the token instead of the header (RFC 6750 §2.2); other fields are ignored.
+const postBody = z.looseObject({ access_token: z.string().optional() }).nullish();
+const postSchema = {
   tags: ['oauth'],
   description:
-    'The agent behind an access token (sub), and the user\'s email when the granted scope holds email, openid or profile. ' +
-    'The token goes in the Authorization header only.',
-  security: [{ bearerToken: [] }],
+    `${description} The same as GET (OpenID Connect Core §5.3.1): the token goes in the Authorization header or, ` +
+    'with a form body, in its access_token field (RFC 6750 §2.2), not both.',
+  security: [{ bearerToken: [] }, {}] as { [scheme: string]: string[] }[],
+  consumes: ['application/x-www-form-urlencoded'],
+  body: postBody,
   response: {
-    200: z.object({ sub: z.string().describe('the agent id'), email: z.string().optional() }),
-    ...errorResponses({
-      401: 'invalid_request: missing or invalid access token (WWW-Authenticate: Bearer error="invalid_token")',
-      503: UNAVAILABLE,
-    }),
+    ...response,
+    ...errorResponses({ 400: 'invalid_request: the token came both in the header and in the body', ...BODY_REFUSED }),
   },
 };
 
-/** GET /userinfo: the agent id, and the user's email (as it is now) when the scope shares it. */
+/** GET and POST /userinfo: the agent id, and the user's email (as it is now) when the scope shares it. */
 export default async function userinfoRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
 
-  app.get('/userinfo', { schema }, async (request) => {
-    const token = BEARER.exec(request.headers.authorization ?? '')?.[1];
+  async function userinfo(authorization: string | undefined, bodyToken?: string) {
+    const token = BEARER.exec(authorization ?? '')?.[1] ?? bodyToken;
     const live = token === undefined ? undefined : await liveAccessToken(app.services, token);
-    if (!live) throw new InvalidToken();
+    // Another scheme, or no header at all, presents no bearer token (RFC 6750 §3.1). The body's code
+    // is invalid_request here, as docs/protocol.md fixes for /userinfo; the challenge says invalid_token.
+    if (!live) throw new InvalidToken(/^Bearer /i.test(authorization ?? '') || bodyToken !== undefined, 'invalid_request');
     const { sub, scope } = live.claims;
     return scopeGrantsEmail(scope) ? { sub, email: live.email } : { sub };
+  }
+
+  app.get('/userinfo', { schema: getSchema, serializerCompiler: serializeAsBuilt }, async (request) => userinfo(request.headers.authorization));
+  app.post('/userinfo', { schema: postSchema, serializerCompiler: serializeAsBuilt }, async (request) => {
+    const bodyToken = request.body?.access_token;
+    // RFC 6750 §2: one method per request.
+    if (bodyToken !== undefined && request.headers.authorization !== undefined) {
+      throw new InvalidRequest('send the access token in the Authorization header or in the body, not both');
+    }
+    return userinfo(request.headers.authorization, bodyToken);
   });
 }

@@ -1,5 +1,31 @@
-import type { AuditEvent, AuthenticationFailure } from '../audit.js';
 import type { Db } from '../db/types.js';
+
+/** Every event of the audit log (table audit_events, migrations/003), in the order a sign-in meets them. */
+export const AUDIT_EVENTS = [
+  'authorize_started',
+  'agent_authenticated',
+  'agent_authentication_failed',
+  'completed',
+  'denied',
+  'expired',
+  'token_issued',
+  'refreshed',
+  'reuse_detected',
+  'revoked',
+] as const;
+export type AuditEvent = (typeof AUDIT_EVENTS)[number];
+
+/** Why an agent's authentication failed; kept in the audit log only, never told to the caller. */
+export type AuthenticationFailure =
+  | 'unknown_agent'
+  | 'wrong_secret'
+  | 'inactive_agent'
+  | 'request_not_found'
+  | 'request_expired'
+  | 'request_denied'
+  | 'request_taken'
+  | 'login_hint_mismatch'
+  | 'wrong_website';
 
 export interface AuditRecord {
   id: number;

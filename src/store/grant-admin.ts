@@ -32,12 +32,18 @@ export interface ClientAgent {
 
 export type RevocationLevel = 'grant' | 'agent' | 'user' | 'client';
 
-// Who is revoked at each level (found by the id, or the email for a user) and which grants are theirs.
-const LEVELS: Record<RevocationLevel, { owner: string; column: string }> = {
+// Who is revoked at each level (found by the id, or the email for a user), which grants are theirs,
+// and which sign-ins in flight (requests and unspent codes, both have agent_id and client_id) are.
+const LEVELS: Record<RevocationLevel, { owner: string; column: string; inFlight?: string }> = {
   grant: { owner: `SELECT id FROM grants WHERE id = $1`, column: 'id' },
-  agent: { owner: `SELECT id FROM agents WHERE id = $1`, column: 'agent_id' },
-  user: { owner: `SELECT id FROM users WHERE lower(email) = lower($1)`, column: 'user_id' },
-  client: { owner: `SELECT id FROM clients WHERE id = $1`, column: 'client_id' },
+  agent: { owner: `SELECT id FROM agents WHERE id = $1`, column: 'agent_id', inFlight: `agent_id IN (SELECT id FROM owner)` },
+  user: {
+    owner: `SELECT id FROM users WHERE lower(email) = lower($1)`,
+    column: 'user_id',
+    inFlight: `agent_id IN (SELECT a.id FROM agents a JOIN owner ON owner.id = a.user_id)`,
+  },
+  // A website's requests end whether or not an agent has come yet.
+  client: { owner: `SELECT id FROM clients WHERE id = $1`, column: 'client_id', inFlight: `client_id IN (SELECT id FROM owner)` },
 };
 
 const GRANT_ROWS = `SELECT g.id AS grant_id, g.agent_id, u.email, g.client_id, c.name AS client_name, g.scope, g.model, g.created_at,
@@ -47,8 +53,7 @@ const NEWEST_FIRST = 'ORDER BY g.created_at DESC, g.id';
 
 /** Sign-in history and revocation at every level, for the admin API. */
 export function createGrantAdminStore(db: Db) {
-  const exists = async (table: 'agents' | 'clients', id: string) =>
-    (await db.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id])).rows.length > 0;
+  const exists = async (table: 'agents' | 'clients', id: string) => (await db.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id])).rows.length > 0;
 
   return {
     /** The websites an agent signed into; undefined when there is no such agent. */
@@ -84,23 +89,53 @@ export function createGrantAdminStore(db: Db) {
       return rows;
     },
 
+    /** When each website and each agent last signed in (their newest grant), for the console's lists. */
+    async lastSignIns(): Promise<{ clients: Map<string, Date>; agents: Map<string, Date> }> {
+      const { rows } = await db.query<{ kind: 'client' | 'agent'; id: string; at: Date }>(
+        `SELECT 'client' AS kind, client_id AS id, max(created_at) AS at FROM grants GROUP BY client_id
+         UNION ALL
+         SELECT 'agent' AS kind, agent_id AS id, max(created_at) AS at FROM grants GROUP BY agent_id`,
+      );
+      const of = (kind: string) => new Map(rows.filter((r) => r.kind === kind).map((r) => [r.id, r.at]));
+      return { clients: of('client'), agents: of('agent') };
+    },
+
     /**
-     * Revokes every unrevoked grant at that level in one statement: their refresh tokens stop at
-     * once, and so do their access tokens, whose every check reads the grant. The audit trigger
-     * records each. Returns the grants it revoked; undefined when the grant, agent, user (by email)
-     * or client does not exist.
+     * Revokes every unrevoked grant at that level: their refresh tokens stop at once, and so do
+     * their access tokens, whose every check reads the grant. The audit trigger records each. Above
+     * the grant level, the sign-ins in flight end with it, so nothing begun before the switch yields
+     * a token after: open requests are denied (access_denied) and unspent codes spent. One
+     * transaction, in the order a sign-in moves (request, code, grant): each statement reads what
+     * the one before let through, so a sign-in that moves on meanwhile is caught a step further.
+     * Returns the grants it revoked; undefined when the grant, agent, user (by email) or client
+     * does not exist.
      */
     async revoke(level: RevocationLevel, key: string): Promise<RevokedGrant[] | undefined> {
-      const { owner, column } = LEVELS[level];
-      const { rows } = await db.query<{ found: boolean; revoked: RevokedGrant[] }>(
-        `WITH owner AS (${owner}), revoked AS (
+      const { owner, column, inFlight } = LEVELS[level];
+      return db.transaction(async (tx) => {
+        if (inFlight) {
+          await tx.query(
+            `WITH owner AS (${owner})
+             UPDATE auth_requests SET status = 'error', error = 'access_denied', completed_at = now()
+             WHERE status IN ('pending', 'authenticated') AND expires_at > now() AND ${inFlight}`,
+            [key],
+          );
+          await tx.query(
+            `WITH owner AS (${owner})
+             UPDATE auth_codes SET used_at = now() WHERE used_at IS NULL AND expires_at > now() AND ${inFlight}`,
+            [key],
+          );
+        }
+        const { rows } = await tx.query<{ found: boolean; revoked: RevokedGrant[] }>(
+          `WITH owner AS (${owner}), revoked AS (
            UPDATE grants SET revoked_at = now(), revoked_reason = $2
            WHERE revoked_at IS NULL AND ${column} IN (SELECT id FROM owner) RETURNING ${REVOKED_COLUMNS}
          )
          SELECT EXISTS (SELECT 1 FROM owner) AS found, coalesce((SELECT json_agg(revoked) FROM revoked), '[]'::json) AS revoked`,
-        [key, `admin_${level}`],
-      );
-      return rows[0].found ? rows[0].revoked : undefined;
+          [key, `admin_${level}`],
+        );
+        return rows[0].found ? rows[0].revoked : undefined;
+      });
     },
   };
 }

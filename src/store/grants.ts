@@ -1,3 +1,4 @@
+import type { GrantCache, LiveGrant } from '../cache/grant-cache.js';
 import type { Db } from '../db/types.js';
 import type { StoredClientCredentials } from './clients.js';
 
@@ -17,6 +18,13 @@ export interface RedeemedCode {
   verifier_matches: boolean;
   /** All three checks passed: the grant and its first refresh token exist. */
   issued: boolean;
+  /**
+   * For the ID token: when the agent authenticated (seconds since the epoch; null once the request
+   * is gone), the request's nonce, the user's email.
+   */
+  auth_time: number | null;
+  nonce: string | null;
+  email: string;
 }
 
 /** What an access token is signed from: one grant, i.e. one sign-in of one agent at one client. */
@@ -44,12 +52,6 @@ export interface RevokedGrant {
 }
 export const REVOKED_COLUMNS = 'id AS grant_id, client_id, agent_id, model, revoked_reason AS reason';
 
-export interface ActiveAccessGrant {
-  client_id: string;
-  agent_id: string;
-  email: string;
-}
-
 /** The client asking to introspect, read (to authenticate it) in the same round trip as the token. */
 export interface Introspected<T> {
   client: StoredClientCredentials;
@@ -71,18 +73,31 @@ const SPENT = {
 const REUSE_REASON = { code: 'code_replay', refresh_token: 'refresh_token_reuse' } as const;
 
 // The lookups behind an access token and a refresh token; the placeholders are the caller's.
-const accessGrant = (grantId: string, jti: string) =>
-  `SELECT g.client_id, g.agent_id, u.email
+// An access token's grant comes with its revoked jtis, so that it can be kept for all its tokens.
+const liveGrant = (grantId: string) =>
+  `SELECT g.client_id, g.agent_id, a.user_id, u.email, extract(epoch FROM g.expires_at)::float8 * 1000 AS expires_at_ms,
+     ARRAY(SELECT r.jti FROM revoked_access_tokens r WHERE split_part(r.jti, '.', 1) = g.id) AS revoked_jtis
    FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = a.user_id
-   WHERE g.id = ${grantId} AND ${LIVE_GRANT}
-     AND NOT EXISTS (SELECT 1 FROM revoked_access_tokens r WHERE r.jti = ${jti})`;
+   WHERE g.id = ${grantId} AND ${LIVE_GRANT}`;
 const refreshToken = (tokenHash: string, clientId: string) =>
   `SELECT g.id AS grant_id, g.client_id, g.agent_id, g.model, rt.scope, rt.created_at, rt.expires_at
    FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
    WHERE rt.token_hash = ${tokenHash} AND g.client_id = ${clientId} AND rt.used_at IS NULL AND rt.expires_at > now()
      AND ${LIVE_GRANT}`;
 
-export function createGrantStore(db: Db) {
+// A refresh's update of its grant, given the placeholders of the refresh and access token lifetimes.
+// The grant must outlive its newest tokens. Extending it only once it falls short, and then by a
+// tenth more, leaves its indexed expires_at alone on most refreshes: PostgreSQL then updates the
+// row in place (HOT) instead of adding an entry to each of its five indexes.
+const REFRESHED_GRANT = (refreshTtl: string, accessTtl: string) =>
+  `last_refreshed_at = now(),
+   expires_at = CASE WHEN expires_at >= now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int)) THEN expires_at
+                     ELSE now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int) * 1.1) END`;
+
+/** An access token's grant, if it is live and the token was not revoked on its own. */
+const liveFor = (grant: LiveGrant | undefined, jti: string) => (grant && !grant.revoked_jtis.includes(jti) ? grant : undefined);
+
+export function createGrantStore(db: Db, cache: GrantCache) {
   /**
    * The client `clientId` ($1) and the row `lookup` (a query over $1 and `params`) finds for it;
    * `present` is a column that row always has, so its NULL means no row.
@@ -138,9 +153,10 @@ export function createGrantStore(db: Db) {
            INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
            SELECT $6, id, scope, now() + make_interval(secs => $7::int) FROM g
          )
-         SELECT agent_id, scope, model, agent_active, redirect_uri_matches, verifier_matches,
-           grant_id IS NOT NULL AS issued
-         FROM spent`,
+         SELECT s.agent_id, s.scope, s.model, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
+           s.grant_id IS NOT NULL AS issued,
+           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email
+         FROM spent s JOIN users u ON u.id = s.user_id LEFT JOIN auth_requests r ON r.id = s.request_id`,
         [
           input.codeHash, input.clientId, input.redirectUri, input.codeChallenge, input.grantId,
           input.refreshTokenHash, input.lifetimes.refreshToken, input.lifetimes.accessToken,
@@ -190,18 +206,60 @@ export function createGrantStore(db: Db) {
            INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
            SELECT $3, grant_id, scope, now() + make_interval(secs => $4::int) FROM spent
          ), refreshed AS (
-           -- The grant must outlive its newest tokens. Extending it only once it falls short, and then
-           -- by a tenth more, leaves its indexed expires_at alone on most refreshes: PostgreSQL then
-           -- updates the row in place (HOT) instead of adding an entry to each of its five indexes.
-           UPDATE grants SET last_refreshed_at = now(),
-             expires_at = CASE WHEN expires_at >= now() + make_interval(secs => greatest($4::int, $5::int)) THEN expires_at
-                               ELSE now() + make_interval(secs => greatest($4::int, $5::int) * 1.1) END
-           FROM spent WHERE grants.id = spent.grant_id
+           UPDATE grants SET ${REFRESHED_GRANT('$4', '$5')} FROM spent WHERE grants.id = spent.grant_id
          )
          SELECT grant_id, client_id, agent_id, model, scope FROM spent`,
         [
           input.tokenHash, input.clientId, input.newTokenHash, input.lifetimes.refreshToken, input.lifetimes.accessToken,
           input.scope ?? null, input.clientSecretHash,
+        ],
+      );
+      return rows[0];
+    },
+
+    /**
+     * A retried rotation (reuse interval, RFC 9700 §4.14.2): the client presents again the refresh
+     * token it spent at most `reuseIntervalSeconds` ago, because the answer carrying the successor was
+     * lost (a timeout, a reset connection, a crash). The token qualifies only while nothing of its
+     * family was spent after it, i.e. that successor never came back. Its unused successor is then
+     * discarded and a new one issued, in one statement. A discarded successor counts as spent at the
+     * instant its parent was: presenting it later is reuse (theft), while its parent, still the last
+     * token spent, may be retried again.
+     * Undefined when the token does not qualify (the caller treats it as reuse); `issued: false` when
+     * it qualified but a concurrent retry discarded the same successor first.
+     */
+    async rotateRetriedRefreshToken(input: {
+      tokenHash: string;
+      /** Already authenticated. */
+      clientId: string;
+      newTokenHash: string;
+      lifetimes: TokenLifetimes;
+      scope?: string[];
+      reuseIntervalSeconds: number;
+    }): Promise<(GrantSubject & { issued: boolean }) | undefined> {
+      const { rows } = await db.query<GrantSubject & { issued: boolean }>(
+        `WITH retried AS (
+           SELECT rt.grant_id, rt.scope, rt.used_at, g.client_id, g.agent_id, g.model
+           FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
+           WHERE rt.token_hash = $1 AND g.client_id = $2 AND ${LIVE_GRANT}
+             AND NOT rt.discarded AND rt.used_at > now() - make_interval(secs => $7::int)
+             AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
+             AND NOT EXISTS (SELECT 1 FROM refresh_tokens later WHERE later.grant_id = rt.grant_id AND later.used_at > rt.used_at)
+         ), discarded AS (
+           UPDATE refresh_tokens unused SET used_at = retried.used_at, discarded = true FROM retried
+           WHERE unused.grant_id = retried.grant_id AND unused.used_at IS NULL
+           RETURNING unused.grant_id
+         ), successor AS (
+           INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
+           SELECT $3, grant_id, scope, now() + make_interval(secs => $4::int) FROM retried WHERE EXISTS (SELECT 1 FROM discarded)
+         ), refreshed AS (
+           UPDATE grants SET ${REFRESHED_GRANT('$4', '$5')}
+           FROM retried WHERE grants.id = retried.grant_id AND EXISTS (SELECT 1 FROM discarded)
+         )
+         SELECT grant_id, client_id, agent_id, model, scope, EXISTS (SELECT 1 FROM discarded) AS issued FROM retried`,
+        [
+          input.tokenHash, input.clientId, input.newTokenHash, input.lifetimes.refreshToken, input.lifetimes.accessToken,
+          input.scope ?? null, input.reuseIntervalSeconds,
         ],
       );
       return rows[0];
@@ -222,20 +280,36 @@ export function createGrantStore(db: Db) {
     },
 
     /**
-     * Introspection of an access token (already verified as a JWT) in one round trip: the asking
-     * client, and the token's live grant if it is that client's.
+     * Introspection of an access token (already verified as a JWT): the asking client, and the
+     * token's live grant if it is that client's. From the grant cache, or one round trip.
      */
-    async introspectAccessToken(clientId: string, grantId: string, jti: string): Promise<Introspected<ActiveAccessGrant> | undefined> {
-      return introspected<ActiveAccessGrant>(clientId, `${accessGrant('$2', '$3')} AND g.client_id = $1`, [grantId, jti], 'agent_id');
+    async introspectAccessToken(clientId: string, grantId: string, jti: string): Promise<Introspected<LiveGrant> | undefined> {
+      const read = await cache.read(
+        () => {
+          const client = cache.client(clientId);
+          const token = client && cache.grant(grantId);
+          return token && { client, token };
+        },
+        () => introspected<LiveGrant>(clientId, `${liveGrant('$2')} AND g.client_id = $1`, [grantId], 'agent_id'),
+        (found, since) => {
+          if (found) cache.keepClient(found.client, since);
+          if (found?.token) cache.keepGrant(grantId, found.token, since);
+        },
+      );
+      return read && { client: read.client, token: read.token?.client_id === clientId ? liveFor(read.token, jti) : undefined };
     },
 
     /**
-     * One query decides whether an access token (already verified as a JWT) is still good: its
-     * grant is live and its jti was not revoked. It also reads the user's email as it is now.
+     * Whether an access token (already verified as a JWT) is still good: its grant is live and its
+     * jti was not revoked. With the user's email as it is now. From the grant cache, or one query.
      */
-    async findAccessGrant(grantId: string, jti: string): Promise<ActiveAccessGrant | undefined> {
-      const { rows } = await db.query<ActiveAccessGrant>(accessGrant('$1', '$2'), [grantId, jti]);
-      return rows[0];
+    async findAccessGrant(grantId: string, jti: string): Promise<LiveGrant | undefined> {
+      const grant = await cache.read(
+        () => cache.grant(grantId),
+        async () => (await db.query<LiveGrant>(liveGrant('$1'), [grantId])).rows[0],
+        (found, since) => found && cache.keepGrant(grantId, found, since),
+      );
+      return liveFor(grant, jti);
     },
 
     /** RFC 7009 for one access token; kept until the token would have expired anyway. */

@@ -18,6 +18,8 @@ export interface RequestState {
   newly_expired?: boolean;
   agent_id: string | null;
   model: string | null;
+  /** The only agent that may authenticate it (login_hint at /authorize), if the website named one. */
+  login_hint: string | null;
   browser_hash: string;
   redirect_uri: string;
   state: string;
@@ -39,13 +41,16 @@ export interface NewRequest {
   code_challenge: string;
   scope: string;
   browser_hash: string;
+  login_hint: string | null;
+  /** OpenID Connect mode: echoed in the ID token. */
+  nonce: string | null;
 }
 
 // Ran out of time while it could still have moved on; a completed one stays completed.
 const overdue = (r: string) => `${r}.status IN ('pending', 'authenticated') AND ${r}.expires_at <= now()`;
 const RECORD_EXPIRY = `status = 'error', error = 'request_expired'`;
 
-const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
+const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.login_hint, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
   (${overdue('r')} OR r.error = 'request_expired') AS expired`;
 
 /** Where a completed or denied request sends the browser, and who it was for (the audit log line). */
@@ -55,6 +60,13 @@ export interface EndedRequest {
   client_id: string;
   agent_id: string;
   model: string;
+}
+
+/** The website an agent has just authenticated a request for. */
+export interface AuthenticatedRequest {
+  client_id: string;
+  client_name: string;
+  redirect_uri: string;
 }
 
 /** A request whose expiry was just recorded, for the audit log line. */
@@ -83,9 +95,12 @@ export function createRequestStore(db: Db) {
   return {
     async create(input: NewRequest, ttlSeconds: number): Promise<{ id: string; expires_at: Date }> {
       const { rows } = await db.query<{ id: string; expires_at: Date }>(
-        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, now() + make_interval(secs => $8)) RETURNING id, expires_at`,
-        [generateId('req'), input.client_id, input.redirect_uri, input.state, input.code_challenge, input.scope, input.browser_hash, ttlSeconds],
+        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10)) RETURNING id, expires_at`,
+        [
+          generateId('req'), input.client_id, input.redirect_uri, input.state, input.code_challenge, input.scope,
+          input.browser_hash, input.login_hint, input.nonce, ttlSeconds,
+        ],
       );
       return rows[0];
     },
@@ -119,12 +134,17 @@ export function createRequestStore(db: Db) {
       return rows;
     },
 
-    /** pending -> authenticated; undefined when the request was not pending and unexpired. */
-    async authenticate(id: string, agentId: string, model: string): Promise<{ client_id: string } | undefined> {
-      const { rows } = await db.query<{ client_id: string }>(
-        `UPDATE auth_requests SET status = 'authenticated', agent_id = $2, model = $3, authenticated_at = now()
-         WHERE id = $1 AND status = 'pending' AND expires_at > now()
-         RETURNING client_id`,
+    /**
+     * pending -> authenticated, for the agent the website named if it named one (login_hint);
+     * undefined when the request was not pending, unexpired and open to this agent.
+     */
+    async authenticate(id: string, agentId: string, model: string): Promise<AuthenticatedRequest | undefined> {
+      const { rows } = await db.query<AuthenticatedRequest>(
+        `UPDATE auth_requests r SET status = 'authenticated', agent_id = $2, model = $3, authenticated_at = now()
+         FROM clients c
+         WHERE r.id = $1 AND r.status = 'pending' AND r.expires_at > now() AND (r.login_hint IS NULL OR r.login_hint = $2)
+           AND c.id = r.client_id
+         RETURNING r.client_id, c.name AS client_name, r.redirect_uri`,
         [id, agentId, model],
       );
       return rows[0];

@@ -34,8 +34,13 @@ export async function startAuthorize(
     headers: cookie ? { cookie } : {},
   });
   const requestId = /<meta name="request-id" content="([^"]+)">/.exec(res.body)?.[1];
-  const setCookie = res.cookies.find((c) => c.name === 'agent_auth_browser');
+  const setCookie = requestId ? bindingCookie(res, requestId) : undefined;
   return { res, requestId: requestId!, cookie: setCookie ? `${setCookie.name}=${setCookie.value}` : cookie, state, verifier };
+}
+
+/** The cookie that binds sign-in `requestId` to the browser (`__Host-` prefixed with an https issuer). */
+export function bindingCookie<C extends { name: string; value: string }>(res: { cookies: C[] }, requestId: string) {
+  return res.cookies.find((c) => c.name === `agent_auth_${requestId}` || c.name === `__Host-agent_auth_${requestId}`);
 }
 
 export function agentAuthenticate(
@@ -95,4 +100,15 @@ export async function signInToCode(
  */
 export async function setRequestExpiry(server: TestServer, requestId: string, seconds: number) {
   await server.services.db.query(`UPDATE auth_requests SET expires_at = now() + make_interval(secs => $2) WHERE id = $1`, [requestId, seconds]);
+}
+
+/** The 200 answer of POST /api/agent/authenticate for a sign-in at `client` (created by the test server: "Shop"). */
+export function authenticatedAnswer(requestId: string, client: { client_id: string; redirect_uris: string[] }) {
+  return {
+    status: 'authenticated',
+    request_id: requestId,
+    client_id: client.client_id,
+    client_name: 'Shop',
+    redirect_origin: new URL(client.redirect_uris[0]).origin,
+  };
 }

@@ -50,7 +50,7 @@ export async function startServerProcess(env: Record<string, string | undefined>
     let out = '';
     child.stdout!.on('data', (d) => {
       out += d;
-      const match = /listening on (http:\/\/\S+) .*admin API on (http:\/\/\S+)/.exec(out);
+      const match = /public +listening on (http:\/\/\S+)\n.*admin API +listening on (http:\/\/\S+)\n/.exec(out);
       if (match) resolve([match[1], match[2]]);
     });
     exit.then((res) => reject(new Error(`server exited early (${res.code}): ${res.stderr}`)));

@@ -44,6 +44,8 @@ export async function startTestServer(env: Partial<Env> = {}, options: TestServe
     RATE_LIMIT_AUTHENTICATE_PER_IP: '100000',
     RATE_LIMIT_AUTHENTICATE_PER_AGENT: '100000',
     RATE_LIMIT_CLIENT_PER_CLIENT: '100000',
+    RATE_LIMIT_CLIENT_FAILURES_PER_IP: '100000',
+    RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: '100000',
     ...env,
   } as Record<string, string>);
   const db = options.rewriteDatabaseUrl && database.url ? openPostgres(options.rewriteDatabaseUrl(database.url)) : await database.open();

@@ -14,10 +14,11 @@ export const PEER_CLIENT = {
  * format (opaque, stored through the adapter). ID tokens are signed HS256 with the client
  * secret, like our access tokens, so that RSA signing does not weigh on its refresh grant.
  * Accounts live in memory: findAccount costs it no query, whereas we read the email from the store.
+ * Without `db` it keeps everything in its own in-memory adapter (its default, for one process).
  */
-export function createPeerProvider(issuer: string, db: Queryable) {
+export function createPeerProvider(issuer: string, db?: Queryable) {
   return new Provider(issuer, {
-    adapter: postgresAdapter(db),
+    ...(db ? { adapter: postgresAdapter(db) } : {}),
     clients: [
       {
         client_id: PEER_CLIENT.client_id,

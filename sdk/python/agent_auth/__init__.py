@@ -1,0 +1,43 @@
+"""agent-auth's agent SDK for Python: what an AI agent needs to sign in to a website through
+agent-auth. Standard library only; works with any browser library whose page has ``url`` and
+``evaluate`` or ``content`` (Playwright for Python, browser-use)."""
+
+from ._flow import MAX_WAIT_SECONDS, __version__, parse_retry_after, poll_delay
+from .aio import AsyncAgentAuthClient
+from .client import AgentAuthClient
+from .errors import (
+    AccessDeniedError,
+    AgentAuthError,
+    AgentAuthTimeoutError,
+    InvalidCredentialsError,
+    InvalidRequestError,
+    PossibleHijackError,
+    RateLimitedError,
+    RequestAlreadyAuthenticatedError,
+    RequestExpiredError,
+    RequestNotFoundError,
+    WrongWebsiteError,
+)
+from .page import READ_IN_PAGE, find_request_id
+
+__all__ = [
+    "MAX_WAIT_SECONDS",
+    "READ_IN_PAGE",
+    "AccessDeniedError",
+    "AgentAuthClient",
+    "AgentAuthError",
+    "AgentAuthTimeoutError",
+    "AsyncAgentAuthClient",
+    "InvalidCredentialsError",
+    "InvalidRequestError",
+    "PossibleHijackError",
+    "RateLimitedError",
+    "RequestAlreadyAuthenticatedError",
+    "RequestExpiredError",
+    "RequestNotFoundError",
+    "WrongWebsiteError",
+    "__version__",
+    "find_request_id",
+    "parse_retry_after",
+    "poll_delay",
+]

@@ -1,0 +1,81 @@
+"""Parts of the SDK that need no agent-auth server: parsing, and retries against a failing stand-in."""
+
+from __future__ import annotations
+
+import json
+import threading
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import List
+
+from agent_auth import AgentAuthClient, AgentAuthError, AgentAuthTimeoutError, find_request_id, parse_retry_after, poll_delay
+
+
+class FindRequestIdTest(unittest.TestCase):
+    def test_reads_the_meta_tag_whatever_the_attribute_order_quoting_and_entities(self) -> None:
+        self.assertEqual(find_request_id('<head><meta name="request-id" content="req_abc"></head>'), "req_abc")
+        self.assertEqual(find_request_id("<META content='req_abc' NAME='request-id' />"), "req_abc")
+        self.assertEqual(find_request_id('<meta name="request-id" content="a&amp;b&#39;c&#x3c;">'), "a&b'c<")
+
+    def test_falls_back_to_the_script_literal_in_every_quoting(self) -> None:
+        self.assertEqual(find_request_id('<script>window.authRequest = { request_id: "req_\\u003cx" };</script>'), "req_<x")
+        self.assertEqual(find_request_id('<script>window.authRequest = {"request_id":"req_q"};</script>'), "req_q")
+        self.assertEqual(find_request_id("<script>window.authRequest = { request_id: 'req_s' };</script>"), "req_s")
+
+    def test_finds_nothing_on_other_pages(self) -> None:
+        self.assertIsNone(find_request_id('<meta name="description" content="shop">'))
+        self.assertIsNone(find_request_id("<script>window.authRequest = {broken};</script>"))
+        self.assertIsNone(find_request_id('<script>window.authRequest = { request_id: "" };</script>'))
+
+
+class PollingArithmeticTest(unittest.TestCase):
+    def test_retry_after_in_both_forms(self) -> None:
+        self.assertEqual(parse_retry_after("7"), 7)
+        self.assertEqual(parse_retry_after("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480), 10)
+        self.assertIsNone(parse_retry_after("soon"))
+        self.assertIsNone(parse_retry_after(None))
+
+    def test_backoff_doubles_up_to_the_cap(self) -> None:
+        self.assertEqual([poll_delay(n) for n in range(3)], [1.0, 1.0, 1.0])
+        self.assertEqual([poll_delay(n, backoff=True) for n in range(7)], [1, 2, 4, 8, 16, 30, 30])
+
+
+class Flaky(BaseHTTPRequestHandler):
+    """Answers check-status with 503, then a page that is not JSON, then completed."""
+
+    answers: List[int] = []
+
+    def do_GET(self) -> None:
+        Flaky.answers.append(len(Flaky.answers))
+        n = len(Flaky.answers)
+        status, body, kind = (503, b"<h1>busy</h1>", "text/html") if n <= 2 else (200, json.dumps({"status": "completed"}).encode(), "application/json")
+        self.send_response(status)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class TransientFailuresTest(unittest.TestCase):
+    def test_waiting_retries_5xx_answers(self) -> None:
+        stand_in = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+        threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+        self.addCleanup(stand_in.server_close)
+        self.addCleanup(stand_in.shutdown)
+        client = AgentAuthClient(f"http://127.0.0.1:{stand_in.server_port}", "agent_x", "secret", "gpt-test")
+        self.assertEqual(client.wait_for_completion("req_x", timeout=20, interval=0.05), {"status": "completed"})
+        self.assertEqual(len(Flaky.answers), 3)
+
+    def test_waiting_retries_network_failures_until_the_timeout(self) -> None:
+        client = AgentAuthClient("http://127.0.0.1:9", "agent_x", "secret", "gpt-test")
+        with self.assertRaises(AgentAuthTimeoutError) as caught:
+            client.wait_for_completion("req_x", timeout=0.5, interval=0.05)
+        self.assertIsInstance(caught.exception.__cause__, AgentAuthError)
+        self.assertEqual(caught.exception.__cause__.code, "network_error")  # type: ignore[union-attr]
+
+    def test_a_base_url_must_be_http(self) -> None:
+        with self.assertRaises(ValueError):
+            AgentAuthClient("ftp://auth.example", "agent_x", "secret", "gpt-test")

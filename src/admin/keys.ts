@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { Conflict } from '../errors.js';
+
+const keysView = z.object({
+  alg: z.string(),
+  current_kid: z.string(),
+  keys: z.array(z.object({ kid: z.string(), alg: z.string(), kty: z.string() })).describe('the published keys, newest first'),
+});
+
+/**
+ * GET /admin/keys and POST /admin/keys/rotate: the ID token signing keys (OpenID Connect mode).
+ * A rotation makes a new key current at once; the old one stays in the JWKS until every token it
+ * signed has expired (docs/operations.md).
+ */
+export default async function adminKeyRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const { signingKeys } = app.services;
+
+  function keys() {
+    if (!signingKeys) {
+      throw new Conflict('oidc_disabled', 'signing keys exist only in OpenID Connect mode: set ID_TOKEN_SIGNING_ALG');
+    }
+    return signingKeys;
+  }
+  const view = async () => {
+    const signing = keys();
+    const [published, current] = await Promise.all([signing.published(), signing.current()]);
+    return { alg: signing.alg, current_kid: current.kid, keys: published.map(({ kid, alg, kty }) => ({ kid, alg, kty: kty! })) };
+  };
+
+  app.get('/keys', { schema: { response: { 200: keysView } } }, view);
+  app.post('/keys/rotate', { schema: { response: { 200: keysView } } }, async (request) => {
+    const created = await keys().rotate();
+    request.log.info({ kid: created.kid }, 'ID token signing key rotated');
+    return view();
+  });
+}

@@ -1,0 +1,65 @@
+import type { FastifyInstance } from 'fastify';
+import { agentCreate, agentPatch } from '../admin/agents.js';
+import { revokeGrants } from '../admin/grants.js';
+import { listFilter, listings } from './home.js';
+import { FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
+import { form, found, grantCount, idParam, resourceActions } from './resource.js';
+
+// Where a per-grant revoke returns to: a console page, never anywhere else.
+const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;
+
+/** Agents: list, register, switch off and on, rotate the secret, the kill switch, and their grants. */
+export default async function agentPages(app: FastifyInstance) {
+  const { agents, grantAdmin } = app.services.store;
+  const page = { config: { html: true } };
+
+  app.get('/agents', page, async (request, reply) =>
+    renderConsole(request, reply, 'agents', { title: 'Agents', ...(await listings(app, listFilter.parse(request.query ?? {}))) }),
+  );
+
+  app.post('/agents', page, async (request, reply) => {
+    const body = form(request);
+    const input = parseForm(agentCreate, { email: body.email, name: body.name?.trim() || undefined }, '/console/agents');
+    const created = await agents.create(input);
+    return redirectWith(request, reply, `/console/agents/${created.agent_id}`, {
+      notice: `Agent registered for ${created.email}.`,
+      secret: { label: 'Agent secret', value: created.agent_secret },
+    });
+  });
+
+  app.get('/agents/:id', page, async (request, reply) => {
+    const id = idParam(request, 'agent');
+    const agent = found('agent', id, await agents.get(id));
+    return renderConsole(request, reply, 'agent', {
+      title: agent.name ?? agent.agent_id,
+      nav: 'agents',
+      agent,
+      grants: (await grantAdmin.ofAgent(id)) ?? [],
+    });
+  });
+
+  // Revoke-grants here is the kill switch: every website loses this agent's tokens.
+  await app.register(
+    resourceActions({
+      path: 'agents',
+      noun: 'agent',
+      patch: agentPatch,
+      store: (store) => store.agents,
+      secretField: 'agent_secret',
+      secretLabel: 'Agent secret',
+      notices: {
+        activated: 'Agent activated.',
+        deactivated: 'Agent deactivated: it cannot sign in, and its tokens stop working while it is off.',
+        revoked: (count) => `Kill switch: ${grantCount(count)} revoked; every website has lost this agent's tokens.`,
+      },
+    }),
+  );
+
+  app.post('/grants/:id/revoke', page, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const back = form(request).back ?? '';
+    if (!BACK.test(back)) throw new FormProblem('unknown page to return to', '/console');
+    await revokeGrants(app.services.store, request.log, 'grant', id);
+    return redirectWith(request, reply, back, { notice: 'Grant revoked: that website has lost the agent’s tokens.' });
+  });
+}

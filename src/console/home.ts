@@ -1,0 +1,40 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { renderConsole } from './render.js';
+
+export const listFilter = z.object({
+  q: z.string().trim().max(200).catch(''),
+  status: z.enum(['all', 'active', 'inactive']).catch('all'),
+});
+export type ListFilter = z.output<typeof listFilter>;
+
+/** Rows whose name, id (or email) contain the search text, in the chosen status. */
+export function filterRows<T extends { active: boolean }>(rows: T[], filter: ListFilter, text: (row: T) => (string | null)[]): T[] {
+  const q = filter.q.toLowerCase();
+  return rows.filter(
+    (row) =>
+      (filter.status === 'all' || row.active === (filter.status === 'active')) && (!q || text(row).some((value) => value?.toLowerCase().includes(q))),
+  );
+}
+
+/** The websites and agents, with the last sign-in of each, for the home page and the two list pages. */
+export async function listings(app: FastifyInstance, filter: ListFilter) {
+  const { clients, agents, grantAdmin } = app.services.store;
+  const [allClients, allAgents, last] = await Promise.all([clients.list(), agents.list(), grantAdmin.lastSignIns()]);
+  return {
+    filter,
+    clients: filterRows(allClients, filter, (c) => [c.name, c.client_id, ...c.redirect_uris]).map((c) => ({
+      ...c,
+      lastSignIn: last.clients.get(c.client_id),
+    })),
+    agents: filterRows(allAgents, filter, (a) => [a.name, a.agent_id, a.email]).map((a) => ({ ...a, lastSignIn: last.agents.get(a.agent_id) })),
+    totals: { clients: allClients.length, agents: allAgents.length },
+  };
+}
+
+/** Home: every website and agent at a glance, searchable. */
+export default async function homePage(app: FastifyInstance) {
+  app.get('/', { config: { html: true } }, async (request, reply) =>
+    renderConsole(request, reply, 'home', { title: 'Overview', ...(await listings(app, listFilter.parse(request.query ?? {}))) }),
+  );
+}

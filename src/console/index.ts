@@ -1,0 +1,86 @@
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { safeEqual } from '../crypto/secrets.js';
+import { FormRejected } from '../errors.js';
+import { toOAuthError } from '../plugins/error-handler.js';
+import htmlPages from '../plugins/html-pages.js';
+import rateLimits from '../plugins/rate-limit.js';
+import agentPages from './agents.js';
+import auditPages from './audit.js';
+import homePage from './home.js';
+import { FormProblem, renderConsole } from './render.js';
+import { consoleKeys, type ConsoleKeys } from './session.js';
+import signInPages from './sign-in.js';
+import userPages from './users.js';
+import websitePages from './websites.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    consoleKeys: ConsoleKeys;
+  }
+  interface FastifyRequest {
+    /** The operator's session value; set on every console route but sign-in and assets. */
+    consoleSession: string;
+  }
+  interface FastifyContextConfig {
+    /** Console routes open without a session: the sign-in form and the assets. */
+    consolePublic?: boolean;
+  }
+}
+
+/**
+ * The operators' web console, on the admin listener under /console (docs/operations.md). Signing in
+ * takes the admin token; every page is server-rendered and every action goes through the same
+ * functions and store calls as the admin API.
+ */
+export default async function consolePlugin(app: FastifyInstance, options: { adminToken: string }) {
+  app.decorate('consoleKeys', consoleKeys(options.adminToken));
+  app.decorateRequest('consoleSession', '');
+  await app.register(fastifyCookie);
+  await app.register(fastifyFormbody);
+  await app.register(htmlPages, { formActionSelf: true });
+  await app.register(rateLimits);
+
+  // Anything but the sign-in form and the assets needs a session; without one, the sign-in form.
+  app.addHook('onRequest', async (request, reply) => {
+    // The shared script and the logo (src/plugins/html-pages.ts) are the same for everyone.
+    if (request.routeOptions.config?.consolePublic || request.routeOptions.url?.startsWith('/console/assets/')) return;
+    const session = app.consoleKeys.session(request);
+    if (!session) return reply.redirect('/console/sign-in', 303);
+    request.consoleSession = session;
+  });
+  // Every form carries the session's token (src/console/session.ts); a post without it changes nothing.
+  app.addHook('preHandler', async (request) => {
+    if (request.method !== 'POST' || request.routeOptions.config?.consolePublic) return;
+    const presented = (request.body as Record<string, unknown> | undefined)?._csrf;
+    if (typeof presented !== 'string' || !safeEqual(presented, app.consoleKeys.formToken(request.consoleSession))) {
+      throw new FormRejected('the form has expired or did not come from this console; reload the page and try again');
+    }
+  });
+
+  // A form that did not validate goes back to its page with the reason; anything else is a page of its own.
+  app.setErrorHandler(async (err: FastifyError, request, reply) => {
+    if (err instanceof FormProblem) {
+      app.consoleKeys.setFlash(request, reply, { error: err.message });
+      return reply.redirect(err.back, 303);
+    }
+    const error = toOAuthError(err, request);
+    request.server.services.metrics.failures.inc({ error: error.error, route: 'console' });
+    reply.code(error.statusCode).headers(error.headers);
+    return renderConsole(request, reply, 'error', { title: 'Something went wrong', error });
+  });
+  app.setNotFoundHandler(async (request, reply) =>
+    renderConsole(request, reply.code(404), 'error', {
+      title: 'Not found',
+      error: { error: 'not_found', description: 'there is no such page in the console' },
+    }),
+  );
+
+  await app.register(signInPages);
+  await app.register(homePage);
+  await app.register(websitePages);
+  await app.register(agentPages);
+  await app.register(userPages);
+  await app.register(auditPages);
+}

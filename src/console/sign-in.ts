@@ -1,0 +1,50 @@
+import type { FastifyInstance } from 'fastify';
+import { RateLimited } from '../errors.js';
+import { byAddress } from '../plugins/rate-limit.js';
+import { renderConsole } from './render.js';
+
+// Failed sign-ins per address and window (RATE_LIMIT_WINDOW_SECONDS): ample for a person mistyping,
+// far too few to guess a token, and no one else's address is affected.
+const FAILED_SIGN_INS = 10;
+
+/** The sign-in form (the admin token, once per session) and signing out. */
+export default async function signInPages(app: FastifyInstance) {
+  const keys = app.consoleKeys;
+  const failures = app.budget('console-sign-in', FAILED_SIGN_INS, byAddress);
+
+  app.get('/sign-in', { config: { html: true, consolePublic: true } }, async (request, reply) => {
+    if (keys.session(request)) return reply.redirect('/console', 303);
+    return renderConsole(request, reply, 'sign-in', { title: 'Sign in', signInToken: keys.signInFormToken(request, reply) });
+  });
+
+  app.post('/sign-in', { config: { html: true, consolePublic: true } }, async (request, reply) => {
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const refuse = (status: number, message: string) =>
+      renderConsole(request, reply.code(status), 'sign-in', { title: 'Sign in', signInToken: keys.signInFormToken(request, reply), message });
+    try {
+      await failures.check(request);
+    } catch (err) {
+      if (err instanceof RateLimited) {
+        reply.headers(err.headers);
+        return refuse(429, 'Too many failed sign-ins from your address. Wait a minute and try again.');
+      }
+      throw err;
+    }
+    if (typeof body._csrf !== 'string' || !keys.signInFormTokenMatches(request, body._csrf)) {
+      return refuse(403, 'The sign-in form expired. Try again.');
+    }
+    if (typeof body.token !== 'string' || !keys.isAdminToken(body.token)) {
+      await failures.spend(request);
+      request.log.info('console sign-in refused');
+      return refuse(401, 'That is not the admin token.');
+    }
+    keys.startSession(request, reply);
+    request.log.info('console sign-in');
+    return reply.redirect('/console', 303);
+  });
+
+  app.post('/sign-out', { config: { html: true } }, async (_request, reply) => {
+    keys.endSession(reply);
+    return reply.redirect('/console/sign-in', 303);
+  });
+}

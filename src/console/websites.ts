@@ -1,0 +1,66 @@
+import type { FastifyInstance } from 'fastify';
+import { clientCreate, clientPatch } from '../admin/clients.js';
+import { listFilter, listings } from './home.js';
+import { parseForm, redirectWith, renderConsole } from './render.js';
+import { form, found, grantCount, idParam, resourceActions } from './resource.js';
+
+const lines = (value: string | undefined) =>
+  (value ?? '')
+    .split(/\r?\n/)
+    .map((line) => line.trim())
+    .filter(Boolean);
+
+/** Websites (OAuth clients): list, register, edit, switch off and on, rotate the secret, revoke all grants. */
+export default async function websitePages(app: FastifyInstance) {
+  const { clients, grantAdmin } = app.services.store;
+  const page = { config: { html: true } };
+
+  app.get('/websites', page, async (request, reply) =>
+    renderConsole(request, reply, 'websites', { title: 'Websites', ...(await listings(app, listFilter.parse(request.query ?? {}))) }),
+  );
+
+  app.post('/websites', page, async (request, reply) => {
+    const body = form(request);
+    const input = parseForm(clientCreate, { name: body.name, redirect_uris: lines(body.redirect_uris) }, '/console/websites');
+    const created = await clients.create(input);
+    return redirectWith(request, reply, `/console/websites/${created.client_id}`, {
+      notice: `Website “${created.name}” registered.`,
+      secret: { label: 'Client secret', value: created.client_secret },
+    });
+  });
+
+  app.get('/websites/:id', page, async (request, reply) => {
+    const id = idParam(request, 'client');
+    const client = found('client', id, await clients.get(id));
+    return renderConsole(request, reply, 'website', {
+      title: client.name,
+      nav: 'websites',
+      client,
+      agents: (await grantAdmin.activeAgentsOf(id)) ?? [],
+    });
+  });
+
+  app.post('/websites/:id', page, async (request, reply) => {
+    const id = idParam(request, 'client');
+    const body = form(request);
+    const back = `/console/websites/${id}`;
+    found('client', id, await clients.update(id, parseForm(clientPatch, { name: body.name, redirect_uris: lines(body.redirect_uris) }, back)));
+    return redirectWith(request, reply, back, { notice: 'Saved.' });
+  });
+
+  await app.register(
+    resourceActions({
+      path: 'websites',
+      noun: 'client',
+      patch: clientPatch,
+      store: (store) => store.clients,
+      secretField: 'client_secret',
+      secretLabel: 'Client secret',
+      notices: {
+        activated: 'Website activated: sign-ins work again.',
+        deactivated: 'Website deactivated: no sign-in, token or refresh works while it is off.',
+        revoked: (count) => `${grantCount(count)} revoked.`,
+      },
+    }),
+  );
+}

@@ -1,0 +1,29 @@
+import { AccessDenied, OAuthError, RequestExpired } from '../errors.js';
+import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
+import type { RequestState } from '../store/requests.js';
+
+/**
+ * What a sign-in's state means to whoever asks, worked out here only (docs/protocol.md, sign-in
+ * states). The codes and descriptions are the same everywhere; each endpoint keeps its own HTTP
+ * status for a denied sign-in (authenticate 403, the pages 400, check-status 200 with
+ * `status: "error"`).
+ */
+
+/** A person pressed Deny, or an operator's kill switch ended the sign-in in flight (both access_denied). */
+const DENIED = 'this sign-in was denied';
+
+/** Why a sign-in can no longer move on, as the error to answer with; undefined while it can. */
+export function endedError(state: RequestState, deniedStatus: 400 | 403): OAuthError | undefined {
+  if (state.expired) return new RequestExpired();
+  if (state.status === 'error') return new AccessDenied(DENIED, deniedStatus, state.error ?? SIGN_IN_ERRORS.accessDenied);
+  return undefined;
+}
+
+/** check-status's body: the status, and for an ended sign-in, why; never the code. */
+export type StatusAnswer = { status: Exclude<SignInStatus, 'error'> } | { status: 'error'; error: string; error_description: string };
+
+export function statusAnswer(state: RequestState): StatusAnswer {
+  const ended = endedError(state, 400);
+  if (ended) return { status: 'error', error: ended.error, error_description: ended.description };
+  return { status: state.status as Exclude<SignInStatus, 'error'> };
+}

@@ -1,0 +1,107 @@
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import type { Queryable } from '../db/types.js';
+import { createKeyStore } from '../store/keys.js';
+
+import type { SigningAlg } from '../protocol/signing.js';
+
+export { SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
+
+/** The key that signs ID tokens now. */
+export interface CurrentSigningKey {
+  kid: string;
+  alg: SigningAlg;
+  key: CryptoKey;
+}
+
+/** A public key as the JWKS publishes it (RFC 7517 §4). */
+export type PublishedKey = JWK & { kid: string; alg: SigningAlg; use: 'sig' };
+
+export interface SigningKeys {
+  alg: SigningAlg;
+  /** The key to sign with; every instance re-reads it from the store at least once a minute. */
+  current(): Promise<CurrentSigningKey>;
+  /** The public half of every key whose tokens may still be valid, newest first. */
+  published(): Promise<PublishedKey[]>;
+  /** Makes a new key current; the old one stays published until what it signed has expired. */
+  rotate(): Promise<PublishedKey>;
+}
+
+/*
+ * An instance learns of a rotation made elsewhere when it next reads the current key, so for up to
+ * this long it may still sign with the retired one. A retired key therefore stays published longer
+ * than the tokens it signed live, by twice that (a read may straddle the rotation).
+ */
+const CURRENT_KEY_MAX_AGE_SECONDS = 60;
+const RETIRED_KEY_MARGIN_SECONDS = 2 * CURRENT_KEY_MAX_AGE_SECONDS;
+const PUBLISHED_MAX_AGE_MS = 1000;
+
+const GENERATE: Record<SigningAlg, Parameters<typeof generateKeyPair>[1]> = {
+  RS256: { modulusLength: 2048, extractable: true },
+  ES256: { extractable: true },
+  EdDSA: { crv: 'Ed25519', extractable: true },
+};
+
+async function newKeyPair(alg: SigningAlg) {
+  const { privateKey, publicKey } = await generateKeyPair(alg, GENERATE[alg]);
+  const publicJwk = await exportJWK(publicKey);
+  // The RFC 7638 thumbprint: the same key always gets the same kid.
+  const kid = await calculateJwkThumbprint(publicJwk);
+  return { kid, privateJwk: await exportJWK(privateKey), publicJwk: { ...publicJwk, kid, alg, use: 'sig' } as PublishedKey };
+}
+
+/**
+ * The ID token signing keys, kept in the store so that every instance signs with, and publishes,
+ * the same ones; the private half never leaves the server. On start the current key is created,
+ * or replaced when it was made for another algorithm (the old one stays published meanwhile).
+ * `tokenLifetimeSeconds` is how long a signed token stays valid (the access token's lifetime).
+ */
+export async function openSigningKeys(db: Queryable, alg: SigningAlg, tokenLifetimeSeconds: number): Promise<SigningKeys> {
+  let cached: { key: CurrentSigningKey; readAt: number } | undefined;
+  let published: { keys: Promise<PublishedKey[]>; readAt: number } | undefined;
+
+  const store = createKeyStore(db);
+
+  async function readCurrent(): Promise<CurrentSigningKey | undefined> {
+    const stored = await store.currentSigningKey<SigningAlg, JWK>();
+    if (!stored) return undefined;
+    const { kid, alg: keyAlg, private_jwk: privateJwk } = stored;
+    const key = (await importJWK(privateJwk, keyAlg)) as CryptoKey;
+    cached = { key: { kid, alg: keyAlg, key }, readAt: Date.now() };
+    return cached.key;
+  }
+
+  async function rotate(): Promise<PublishedKey> {
+    const pair = await newKeyPair(alg);
+    await store.rotateSigningKey({ ...pair, alg }, tokenLifetimeSeconds + RETIRED_KEY_MARGIN_SECONDS);
+    published = undefined;
+    await readCurrent();
+    return pair.publicJwk;
+  }
+
+  const existing = await readCurrent();
+  if (existing?.alg !== alg) await rotate();
+
+  return {
+    alg,
+    async current() {
+      if (cached && Date.now() - cached.readAt < CURRENT_KEY_MAX_AGE_SECONDS * 1000) return cached.key;
+      // The code is already spent when this runs: should the store fail now, or have no current key
+      // (emptied by hand), keep signing with the key we had rather than lose the sign-in.
+      const key = await readCurrent().catch((err) => {
+        if (!cached) throw err;
+      });
+      return key ?? cached!.key;
+    },
+    published() {
+      // Read at most once a second (anyone may ask, as often as they like); a key made current on
+      // another instance is published here within that second.
+      if (!published || Date.now() - published.readAt >= PUBLISHED_MAX_AGE_MS) {
+        const keys = store.publishedSigningKeys<PublishedKey>();
+        published = { keys, readAt: Date.now() };
+        keys.catch(() => (published = undefined));
+      }
+      return published.keys;
+    },
+    rotate,
+  };
+}

@@ -1,0 +1,21 @@
+import { z } from 'zod';
+
+// Control characters (C0, C1) and format characters (bidi overrides and isolates, zero-width
+// characters), plus the Unicode line and paragraph separators: text that reaches logs, the CLI,
+// pages and tokens must not reorder, hide or break the lines it is shown in.
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/** A name or label shown to people: trimmed, 1 to `max` characters, nothing unprintable. */
+export const displayText = (max: number) =>
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(max)
+    .refine((text) => !UNPRINTABLE.test(text), 'must not contain control or format characters (such as bidi overrides or zero-width characters)');
+
+/**
+ * An id as the server mints them (a prefix, "_" and base64url): a fixed alphabet, so nothing else a
+ * caller sends in its place reaches the audit log.
+ */
+export const idText = () => z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be an id: 1 to 64 letters, digits, "_" or "-"');

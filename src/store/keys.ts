@@ -1,0 +1,53 @@
+import type { Queryable } from '../db/types.js';
+
+/** A stored ID token signing key pair: the JWKs as the OIDC module made them. */
+export interface StoredSigningKey<Alg extends string = string, Jwk = Record<string, unknown>> {
+  kid: string;
+  alg: Alg;
+  private_jwk: Jwk;
+}
+
+/** The server's own keys: the generated HS256 secret and the ID token signing key pairs. */
+export function createKeyStore(db: Queryable) {
+  return {
+    /**
+     * The HS256 secret kept in the store, `candidate` if none was kept yet. ON CONFLICT makes two
+     * instances starting together settle on the same secret.
+     */
+    async jwtSecret(candidate: string): Promise<string> {
+      await db.query(`INSERT INTO server_keys (kid, purpose, secret) VALUES ('jwt-default', 'jwt', $1) ON CONFLICT (kid) DO NOTHING`, [candidate]);
+      const { rows } = await db.query<{ secret: string }>(`SELECT secret FROM server_keys WHERE kid = 'jwt-default'`);
+      return rows[0].secret;
+    },
+
+    /** Public halves of the keys still published (current, and retired ones whose tokens may live), newest first. */
+    async publishedSigningKeys<Jwk>(): Promise<Jwk[]> {
+      const { rows } = await db.query<{ public_jwk: Jwk }>(
+        `SELECT public_jwk FROM signing_keys WHERE expires_at IS NULL OR expires_at > now() ORDER BY created_at DESC, kid DESC`,
+      );
+      return rows.map((r) => r.public_jwk);
+    },
+
+    async currentSigningKey<Alg extends string, Jwk>(): Promise<StoredSigningKey<Alg, Jwk> | undefined> {
+      const { rows } = await db.query<StoredSigningKey<Alg, Jwk>>(
+        `SELECT kid, alg, private_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, kid DESC LIMIT 1`,
+      );
+      return rows[0];
+    },
+
+    /**
+     * Makes a new key pair current and retires the one before, which stays published for
+     * `retiredLifetimeSeconds`; one statement, so both commit together.
+     */
+    async rotateSigningKey(key: { kid: string; alg: string; privateJwk: unknown; publicJwk: unknown }, retiredLifetimeSeconds: number): Promise<void> {
+      await db.query(
+        `WITH retired AS (
+           UPDATE signing_keys SET retired_at = now(), expires_at = now() + make_interval(secs => $5)
+           WHERE retired_at IS NULL
+         )
+         INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk) VALUES ($1, $2, $3, $4)`,
+        [key.kid, key.alg, JSON.stringify(key.privateJwk), JSON.stringify(key.publicJwk), retiredLifetimeSeconds],
+      );
+    },
+  };
+}

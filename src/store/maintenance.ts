@@ -1,0 +1,44 @@
+import type { Db } from '../db/types.js';
+
+// Requests and codes stay a while past expiry so that a late poll still hears "request_expired"
+// and a late replay of a code still revokes what the code issued. Audit events are kept for the
+// configured retention ($1 days), and so are ended grants: they are the agents' sign-in history.
+const TARGETS: { table: string; expired: string }[] = [
+  { table: 'auth_requests', expired: `expires_at < now() - interval '1 hour'` },
+  { table: 'auth_codes', expired: `expires_at < now() - interval '1 hour'` },
+  { table: 'refresh_tokens', expired: 'expires_at < now()' },
+  { table: 'revoked_access_tokens', expired: 'expires_at < now()' },
+  // Retired ID token keys, once no token they signed is valid (the current key has no expiry).
+  { table: 'signing_keys', expired: 'expires_at < now()' },
+  { table: 'grants', expired: 'expires_at < now() - make_interval(days => $1)' },
+  { table: 'audit_events', expired: 'at < now() - make_interval(days => $1)' },
+];
+
+/** Housekeeping statements: the purge of expired rows and the store's liveness probe. */
+export function createMaintenanceStore(db: Db) {
+  return {
+    /** Tables the purge empties, in order. */
+    purgeTables: TARGETS.map((t) => t.table),
+
+    /**
+     * Deletes at most `batch` expired rows of `table` (one short statement, so no lock is held
+     * for long); returns how many went.
+     */
+    async deleteExpired(table: string, batch: number, auditRetentionDays: number): Promise<number> {
+      const target = TARGETS.find((t) => t.table === table);
+      if (!target) throw new Error(`no purge rule for table ${table}`);
+      const { rowCount } = await db.query(
+        `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${target.expired} LIMIT ${Number(batch)}))`,
+        target.expired.includes('$1') ? [auditRetentionDays] : [],
+      );
+      return rowCount;
+    },
+
+    /** Throws unless the database answers a trivial query. */
+    async ping(): Promise<void> {
+      await db.query('SELECT 1');
+    },
+  };
+}
+
+export type MaintenanceStore = ReturnType<typeof createMaintenanceStore>;
