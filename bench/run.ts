@@ -92,10 +92,11 @@ async function measured(name: string, server: ServerProcess, store: BenchStore, 
   const [cpu1, db1] = [cpuMs(server.pid), await store.databaseCpuMs()];
   // Backends that came during the run count whole; one that left (idle timeout) is not counted at all.
   const dbMs = [...db1].reduce((sum, [pid, ms]) => sum + ms - (db0.get(pid) ?? 0), 0);
-  const per = (ms: number) => Math.round((100 * ms) / Math.max(1, m.count)) / 100;
+  const per = (ms: number) => Math.round((1000 * ms) / Math.max(1, m.count)) / 1000;
   const result = { ...m, cpuMs: per(cpu1 - cpu0), ...(store.kind === 'postgres' ? { dbCpuMs: per(dbMs) } : {}) };
   log(
     `  ${name.padEnd(28)} ${m.rate.toFixed(0).padStart(7)}/s  p50 ${m.p50} ms  p99 ${m.p99} ms  errors ${m.errors}` +
+      (m.rateLimited ? ` (${m.rateLimited} × 429)` : '') +
       `  cpu/op ${result.cpuMs} ms${result.dbCpuMs === undefined ? '' : ` (+ db ${result.dbCpuMs} ms)`}`,
   );
   return result;
@@ -295,9 +296,18 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
   };
   try {
     if (onlyOps) {
-      // A partial run, e.g. for a profile: our server and the operations named, nothing else.
+      // A partial run, e.g. for a profile: our server and the operations named, and the ceiling and
+      // the peer in memory when named too (ratios hold only within one run).
+      if (only('ceiling')) {
+        log('ceiling');
+        await benchCeiling(store, report);
+      }
       log('ours');
       await benchOurs(store, report);
+      if (only('peer in memory')) {
+        log('node-oidc-provider, in-memory adapter');
+        await benchPeer(store, report, true);
+      }
       return undefined;
     }
     log('round trips (in process, counting Db)');

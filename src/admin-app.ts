@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import { createFastify, type AppOptions } from './app.js';
 import adminAgentRoutes from './admin/agents.js';
 import adminAuditRoutes from './admin/audit.js';
 import adminClientRoutes from './admin/clients.js';
 import adminGrantRoutes from './admin/grants.js';
-import consolePlugin from './console/index.js';
 import adminKeyRoutes from './admin/keys.js';
+import { createFastify, type AppOptions } from './app.js';
+import consolePlugin from './console/index.js';
 import { safeEqual, sha256 } from './crypto/secrets.js';
 import { Unauthorized } from './errors.js';
 import errorHandler from './plugins/error-handler.js';
@@ -22,21 +22,24 @@ export async function buildAdminApp(
   await app.register(metricsEndpoint);
   const expected = sha256(adminToken);
 
-  await app.register(async (admin) => {
-    admin.addHook('onRequest', async (request) => {
-      const header = request.headers.authorization ?? '';
-      const presented = /^bearer +(\S+)$/i.exec(header)?.[1] ?? '';
-      // Hashing both sides makes the comparison constant-time whatever the lengths.
-      if (!presented || !safeEqual(sha256(presented), expected)) {
-        throw new Unauthorized('missing or invalid admin token');
-      }
-    });
-    await admin.register(adminClientRoutes);
-    await admin.register(adminAgentRoutes);
-    await admin.register(adminGrantRoutes);
-    await admin.register(adminAuditRoutes);
-    await admin.register(adminKeyRoutes);
-  }, { prefix: '/admin' });
+  await app.register(
+    async (admin) => {
+      admin.addHook('onRequest', async (request) => {
+        const header = request.headers.authorization ?? '';
+        const presented = /^bearer +(\S+)$/i.exec(header)?.[1] ?? '';
+        // Hashing both sides makes the comparison constant-time whatever the lengths.
+        if (!presented || !safeEqual(sha256(presented), expected)) {
+          throw new Unauthorized('missing or invalid admin token');
+        }
+      });
+      await admin.register(adminClientRoutes);
+      await admin.register(adminAgentRoutes);
+      await admin.register(adminGrantRoutes);
+      await admin.register(adminAuditRoutes);
+      await admin.register(adminKeyRoutes);
+    },
+    { prefix: '/admin' },
+  );
   // The web console signs in with the same token and acts through the same functions (src/console).
   await app.register(consolePlugin, { prefix: '/console', adminToken });
 

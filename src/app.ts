@@ -3,7 +3,7 @@ import fastifyFormbody from '@fastify/formbody';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { TrustProxy } from './config.js';
-import { loggerOptions } from './logger.js';
+import { loggerOptions, requestLogger } from './logger.js';
 import errorHandler, { sendError, toOAuthError } from './plugins/error-handler.js';
 import htmlPages from './plugins/html-pages.js';
 import { requestMetrics } from './plugins/metrics.js';
@@ -11,9 +11,9 @@ import openapi from './plugins/openapi.js';
 import rateLimits from './plugins/rate-limit.js';
 import agentAuthenticateRoute from './routes/agent-authenticate.js';
 import assetRoutes from './routes/assets.js';
-import authorizeRoute from './routes/authorize.js';
 import authorizeCompleteRoute from './routes/authorize-complete.js';
 import authorizeDecisionRoute from './routes/authorize-decision.js';
+import authorizeRoute from './routes/authorize.js';
 import checkStatusRoute from './routes/check-status.js';
 import healthRoutes from './routes/health.js';
 import introspectRoutes from './routes/introspect.js';
@@ -58,6 +58,7 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
+    childLoggerFactory: requestLogger,
     routerOptions: { maxParamLength: 200 },
     // The router's own refusals (an over-long or badly encoded path parameter) bypass the error
     // handler; they get the same format. No browser route has path parameters, hence JSON.
@@ -67,12 +68,19 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
   app.setSerializerCompiler(serializerCompiler);
   app.decorate('services', services);
   // Logs carry the same id as `reqId`: a caller quoting the header finds its request.
-  app.addHook('onRequest', async (request, reply) => void reply.header('x-request-id', request.id));
+  // Callback-style hooks here and below: every request runs them, and an async hook costs a promise.
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done();
+  });
   // While draining, answers close their connection: one kept alive after closing began would hold
   // the shutdown until its keep-alive timeout.
   let closing = false;
   app.addHook('preClose', async () => void (closing = true));
-  app.addHook('onSend', async (_request, reply) => void (closing && reply.header('connection', 'close')));
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
+  });
   return app;
 }
 

@@ -77,7 +77,13 @@ function printTable(rows: Row[], columns: string[]) {
   if (rows.length === 0) return console.log('(none)');
   const cells = [columns, ...rows.map((r) => columns.map((c) => show(r[c])))];
   const widths = columns.map((_, i) => Math.max(...cells.map((line) => line[i].length)));
-  for (const line of cells) console.log(line.map((cell, i) => cell.padEnd(widths[i])).join('  ').trimEnd());
+  for (const line of cells)
+    console.log(
+      line
+        .map((cell, i) => cell.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    );
 }
 
 const globals = (c: Command) => c.optsWithGlobals<GlobalOptions>();
@@ -175,7 +181,10 @@ function resourceCommand(resource: Resource): Command {
     output(c, await request(globals(c), 'PATCH', path(id), bodyFrom(updateFields, options)));
   });
 
-  for (const [name, active] of [['activate', true], ['deactivate', false]] as const) {
+  for (const [name, active] of [
+    ['activate', true],
+    ['deactivate', false],
+  ] as const) {
     cmd
       .command(`${name} <id>`)
       .description(`${name} ${a}`)
@@ -206,10 +215,13 @@ const segment = encodeURIComponent;
 
 /** `name <argument>`: a POST that revokes grants and answers {revoked}. */
 function revokeCommand(name: string, argument: string, description: string, path: (key: string) => string, body?: (key: string) => object) {
-  return new Command(name).argument(argument).description(description).action(async (key: string, _options, c: Command) => {
-    const data = (await request(globals(c), 'POST', path(key), body?.(key))) as { revoked: number };
-    print(c, data, ({ revoked }) => console.log(`revoked ${revoked} grant${revoked === 1 ? '' : 's'}`));
-  });
+  return new Command(name)
+    .argument(argument)
+    .description(description)
+    .action(async (key: string, _options, c: Command) => {
+      const data = (await request(globals(c), 'POST', path(key), body?.(key))) as { revoked: number };
+      print(c, data, ({ revoked }) => console.log(`revoked ${revoked} grant${revoked === 1 ? '' : 's'}`));
+    });
 }
 
 function withAgentGrants(agents: Command): Command {
@@ -221,7 +233,12 @@ function withAgentGrants(agents: Command): Command {
       print(c, data, ({ grants }) => printTable(grants, GRANT_COLUMNS));
     });
   return agents.addCommand(
-    revokeCommand('revoke-grants', '<id>', 'the kill switch: revoke every grant of an agent, at every website', (id) => `/agents/${segment(id)}/revoke-grants`),
+    revokeCommand(
+      'revoke-grants',
+      '<id>',
+      'the kill switch: revoke every grant of an agent, at every website',
+      (id) => `/agents/${segment(id)}/revoke-grants`,
+    ),
   );
 }
 
@@ -234,7 +251,12 @@ function withClientAgents(clients: Command): Command {
       print(c, data, ({ agents }) => printTable(agents, ['agent_id', 'email', 'name', 'models', 'grants', 'last_active_at']));
     });
   return clients.addCommand(
-    revokeCommand('revoke-grants', '<id>', 'revoke everything a website holds: every grant of every agent', (id) => `/clients/${segment(id)}/revoke-grants`),
+    revokeCommand(
+      'revoke-grants',
+      '<id>',
+      'revoke everything a website holds: every grant of every agent',
+      (id) => `/clients/${segment(id)}/revoke-grants`,
+    ),
   );
 }
 
@@ -252,14 +274,18 @@ usersCommand
     });
   });
 usersCommand.addCommand(
-  revokeCommand('revoke-grants', '<email>', 'revoke every grant of every agent of a user', () => '/users/revoke-grants', (email) => ({ email })),
+  revokeCommand(
+    'revoke-grants',
+    '<email>',
+    'revoke every grant of every agent of a user',
+    () => '/users/revoke-grants',
+    (email) => ({ email }),
+  ),
 );
 
 const grantsCommand = new Command('grants')
   .description('grants, each one sign-in of one agent at one website')
-  .addCommand(
-    revokeCommand('revoke', '<id>', 'revoke one grant: that website loses the agent', (id) => `/grants/${segment(id)}/revoke`),
-  );
+  .addCommand(revokeCommand('revoke', '<id>', 'revoke one grant: that website loses the agent', (id) => `/grants/${segment(id)}/revoke`));
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 const parseDate = (value: string) => {
@@ -287,7 +313,8 @@ const AUDIT_FILTERS: [flags: string, description: string, param: string, parse?:
 ];
 
 const auditCommand = new Command('audit').description('the audit log, newest first');
-for (const [flags, description, , parse] of AUDIT_FILTERS) auditCommand.addOption(parse ? new Option(flags, description).argParser(parse) : new Option(flags, description));
+for (const [flags, description, , parse] of AUDIT_FILTERS)
+  auditCommand.addOption(parse ? new Option(flags, description).argParser(parse) : new Option(flags, description));
 auditCommand.action(async (options: Record<string, string>, c: Command) => {
   const query = new URLSearchParams();
   for (const [flags, , param] of AUDIT_FILTERS) {
@@ -314,7 +341,9 @@ keysCommand
 keysCommand
   .command('rotate')
   .description('make a new key current; the old one stays published until the tokens it signed have expired')
-  .action(async (_options, c: Command) => print(c, (await request(globals(c), 'POST', '/keys/rotate')) as Parameters<typeof printKeys>[0], printKeys));
+  .action(async (_options, c: Command) =>
+    print(c, (await request(globals(c), 'POST', '/keys/rotate')) as Parameters<typeof printKeys>[0], printKeys),
+  );
 
 // The server's own defaults (src/config.ts), so the two cannot drift apart.
 const defaultUrl = process.env.AGENT_AUTH_ADMIN_URL || `http://127.0.0.1:${process.env.ADMIN_PORT || defaultOf('ADMIN_PORT')}`;
@@ -330,35 +359,39 @@ const program = new Command('agent-auth')
   .option('--token <token>', 'admin token (env ADMIN_TOKEN, else $DATA_DIR/admin-token)')
   .option('--json', 'print the raw JSON responses')
   .addCommand(
-    withClientAgents(resourceCommand({
-      plural: 'clients',
-      singular: 'client',
-      secretField: 'client_secret',
-      columns: ['client_id', 'name', 'active', 'redirect_uris'],
-      fields: [
-        { flags: '--name <name>', description: 'display name of the website', key: 'name', create: 'required', update: true },
-        {
-          flags: '--redirect-uri <uri>',
-          description: 'redirect URI, https or http on localhost (repeatable)',
-          key: 'redirect_uris',
-          parse: collect,
-          create: 'required',
-          update: true,
-        },
-      ],
-    })),
+    withClientAgents(
+      resourceCommand({
+        plural: 'clients',
+        singular: 'client',
+        secretField: 'client_secret',
+        columns: ['client_id', 'name', 'active', 'redirect_uris'],
+        fields: [
+          { flags: '--name <name>', description: 'display name of the website', key: 'name', create: 'required', update: true },
+          {
+            flags: '--redirect-uri <uri>',
+            description: 'redirect URI, https or http on localhost (repeatable)',
+            key: 'redirect_uris',
+            parse: collect,
+            create: 'required',
+            update: true,
+          },
+        ],
+      }),
+    ),
   )
   .addCommand(
-    withAgentGrants(resourceCommand({
-      plural: 'agents',
-      singular: 'agent',
-      secretField: 'agent_secret',
-      columns: ['agent_id', 'email', 'name', 'active'],
-      fields: [
-        { flags: '--email <email>', description: "email of the agent's user", key: 'email', create: 'required' },
-        { flags: '--name <name>', description: 'display name of the agent', key: 'name', create: 'optional', update: true },
-      ],
-    })),
+    withAgentGrants(
+      resourceCommand({
+        plural: 'agents',
+        singular: 'agent',
+        secretField: 'agent_secret',
+        columns: ['agent_id', 'email', 'name', 'active'],
+        fields: [
+          { flags: '--email <email>', description: "email of the agent's user", key: 'email', create: 'required' },
+          { flags: '--name <name>', description: 'display name of the agent', key: 'name', create: 'optional', update: true },
+        ],
+      }),
+    ),
   )
   .addCommand(usersCommand)
   .addCommand(grantsCommand)

@@ -7,9 +7,7 @@ const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().int().min(1);
 // A request count per window; 0 switches that limit off.
 const count = z.coerce.number().int().min(0);
-const bool = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const bool = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 const secret = z.string().refine((s) => Buffer.byteLength(s) >= 32, 'must be at least 32 bytes');
 
 export type TrustProxy = boolean | number | string[];
@@ -49,7 +47,12 @@ const envSchema = z.object({
   JWT_SECRET: secret.optional(),
   JWT_SECRETS: z
     .string()
-    .transform((s) => s.split(',').map((p) => p.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(secret).min(1, 'must name at least one secret'))
     .optional(),
   AUTH_REQUEST_TTL_SECONDS: seconds.max(600).default(600),
@@ -76,7 +79,8 @@ const envSchema = z.object({
     .transform((v, ctx) => {
       const trusted = parseTrustProxy(v);
       const bad = Array.isArray(trusted) ? trusted.find((entry) => !isProxyAddress(entry)) : undefined;
-      if (bad !== undefined) ctx.addIssue({ code: 'custom', message: `must be true, false, a hop count or a comma-separated list of addresses/CIDRs ("${bad}" is none)` });
+      if (bad !== undefined)
+        ctx.addIssue({ code: 'custom', message: `must be true, false, a hop count or a comma-separated list of addresses/CIDRs ("${bad}" is none)` });
       return trusted;
     })
     .default(false),
@@ -93,8 +97,14 @@ const envSchema = z.object({
   RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: count.default(20),
   BRAND_NAME: z.string().trim().min(1).max(60).default('agent-auth'),
   BRAND_LOGO_URL: z.url({ protocol: /^https?$/ }).optional(),
-  BRAND_LOGO_FILE: z.string().regex(/\.(png|svg|jpe?g|webp|gif)$/i, 'must name a .png, .svg, .jpg, .webp or .gif file').optional(),
-  BRAND_ACCENT_COLOR: z.string().regex(/^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/i, 'must be a hex colour such as #1f6feb').optional(),
+  BRAND_LOGO_FILE: z
+    .string()
+    .regex(/\.(png|svg|jpe?g|webp|gif)$/i, 'must name a .png, .svg, .jpg, .webp or .gif file')
+    .optional(),
+  BRAND_ACCENT_COLOR: z
+    .string()
+    .regex(/^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/i, 'must be a hex colour such as #1f6feb')
+    .optional(),
 });
 
 export type Env = z.input<typeof envSchema>;

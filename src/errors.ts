@@ -76,6 +76,13 @@ export class AccessDenied extends OAuthError {
   }
 }
 
+/** The agent expected another website than the one this sign-in is for (docs/protocol.md). */
+export class WrongWebsite extends OAuthError {
+  constructor(actualOrigin: string, expectedOrigin: string) {
+    super('redirect_origin_mismatch', `this sign-in is for ${actualOrigin}, not ${expectedOrigin}`, 403);
+  }
+}
+
 /** A form post without a valid anti-forgery token: nothing was changed. */
 export class FormRejected extends OAuthError {
   constructor(description: string) {

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 
 /**
  * Request logs carry the path only: query strings can hold state values and request ids, and
@@ -37,6 +38,57 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
       }),
     },
   };
+}
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+
+/**
+ * A request's logger: the same lines as the child Fastify would make (its `reqId` binding, the
+ * root's redaction and serializers), but the child is only made by the first line at an enabled
+ * level. Most requests log nothing at `warn`, and a pino child per request (its bindings
+ * serialised, its formatters rebuilt) was a visible share of every answer.
+ */
+class RequestLogger {
+  private made?: Logger;
+  constructor(
+    private readonly parent: Logger,
+    private readonly bindings: Bindings,
+    private readonly options: ChildLoggerOptions,
+  ) {}
+  /** The pino child, made on first use. */
+  logger(): Logger {
+    return (this.made ??= this.parent.child(this.bindings, this.options));
+  }
+  /** Whether a line at `level` is written; until the child exists, the root's level decides. */
+  writes(level: string): boolean {
+    return this.made ? this.made.isLevelEnabled(level) : this.parent.isLevelEnabled(level);
+  }
+  get level(): string {
+    return this.made?.level ?? this.parent.level;
+  }
+  set level(level: string) {
+    this.logger().level = level;
+  }
+  child(bindings: Bindings, options?: ChildLoggerOptions): Logger {
+    return this.logger().child(bindings, options);
+  }
+  silent(): void {}
+}
+interface RequestLogger extends Record<(typeof LEVELS)[number], (...args: unknown[]) => void> {}
+for (const level of LEVELS) {
+  RequestLogger.prototype[level] = function (this: RequestLogger, ...args: unknown[]) {
+    if (this.writes(level)) (this.logger()[level] as (...line: unknown[]) => void)(...args);
+  };
+}
+
+/**
+ * Fastify's `childLoggerFactory`. A route with its own log level or serializers, or a logger that is
+ * not pino (none configured), gets the usual child at once.
+ */
+export function requestLogger(logger: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  const parent = logger as unknown as Logger;
+  if (options.level || options.serializers || typeof parent.isLevelEnabled !== 'function') return logger.child(bindings, options);
+  return new RequestLogger(parent, bindings, options) as unknown as FastifyBaseLogger;
 }
 
 /** How often a run of identical warnings is logged at most (the rest are counted, see `throttledWarning`). */

@@ -26,6 +26,15 @@ export function errorResponses(descriptions: Record<number, string>) {
   return Object.fromEntries(Object.entries(descriptions).map(([status, text]) => [status, errorBody.describe(text)]));
 }
 
+/** The failures of /introspect and /revoke, which take a token and authenticate the client. */
+export const TOKEN_OPERATION_ERRORS = errorResponses({
+  400: 'invalid_request: token is missing',
+  401: 'invalid_client: unknown or inactive client, or wrong secret',
+  ...BODY_REFUSED,
+  429: RATE_LIMITED,
+  503: UNAVAILABLE,
+});
+
 /** An HTML page (the browser routes render their errors as pages too). */
 export const htmlPage = (description: string) => ({ description, content: { 'text/html': { schema: z.string() } } });
 

@@ -26,9 +26,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
   const database = db ?? (await openDb(config));
   try {
     await migrate(database);
-    const signingKeys = config.idTokenSigningAlg
-      ? await openSigningKeys(database, config.idTokenSigningAlg, config.ttl.accessToken)
-      : undefined;
+    const signingKeys = config.idTokenSigningAlg ? await openSigningKeys(database, config.idTokenSigningAlg, config.ttl.accessToken) : undefined;
     const requestChanges = await watchRequestChanges(database);
     const metrics = createMetrics();
     const grantCache = new GrantCache(config.grantCacheSize, metrics);

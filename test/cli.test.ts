@@ -74,8 +74,14 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
 
   it('creates, lists, updates, deactivates, rotates and deletes a client', async () => {
     const created = await cliJson([
-      'clients', 'create', '--name', 'Shop',
-      '--redirect-uri', 'https://shop.example/cb', '--redirect-uri', 'http://localhost:8080/cb',
+      'clients',
+      'create',
+      '--name',
+      'Shop',
+      '--redirect-uri',
+      'https://shop.example/cb',
+      '--redirect-uri',
+      'http://localhost:8080/cb',
     ]);
     expect(created).toMatchObject({
       name: 'Shop',
@@ -118,18 +124,25 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
   });
 
   it('registers an agent, shows the secret once in readable form, and reaches the server via ADMIN_PORT', async () => {
-    const res = await cli(['agents', 'create', '--email', 'owner@example.com', '--name', 'Claude'], {
-      ADMIN_TOKEN: token,
-      ADMIN_PORT: new URL(server.adminUrl).port,
-    }, false);
+    const res = await cli(
+      ['agents', 'create', '--email', 'owner@example.com', '--name', 'Claude'],
+      {
+        ADMIN_TOKEN: token,
+        ADMIN_PORT: new URL(server.adminUrl).port,
+      },
+      false,
+    );
     expect(res.code).toBe(0);
-    const fields = Object.fromEntries(res.stdout.trim().split('\n').map((line) => line.split(/\s{2,}/)));
+    const fields = Object.fromEntries(
+      res.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/\s{2,}/)),
+    );
     expect(fields).toMatchObject({ email: 'owner@example.com', name: 'Claude', active: 'true' });
     expect(fields.agent_id).toMatch(/^agent_/);
     expect(res.stderr).toContain('agent_secret is shown only this once');
-    const { rows } = await server.services.db.query<{ secret_hash: string }>('SELECT secret_hash FROM agents WHERE id = $1', [
-      fields.agent_id,
-    ]);
+    const { rows } = await server.services.db.query<{ secret_hash: string }>('SELECT secret_hash FROM agents WHERE id = $1', [fields.agent_id]);
     expect(rows[0].secret_hash).toBe(hash(fields.agent_secret));
 
     const got = await cliJson(['agents', 'get', fields.agent_id]);
@@ -141,9 +154,7 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
     const res = await cli(['clients', 'create', '--name', 'Shop', '--redirect-uri', 'http://shop.example/cb']);
     expect(res.code).toBe(1);
     expect(res.stdout).toBe('');
-    expect(res.stderr.trim()).toBe(
-      'error: field "redirect_uris.0": must use https (plain http only on localhost, 127.0.0.1 or [::1])',
-    );
+    expect(res.stderr.trim()).toBe('error: field "redirect_uris.0": must use https (plain http only on localhost, 127.0.0.1 or [::1])');
     expect((await server.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM clients')).rows[0].n).toBe(before);
   });
 
@@ -216,16 +227,22 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({
-        grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: 'https://shop.example/cb',
-        client_id: client.client_id, client_secret: client.client_secret,
+        grant_type: 'authorization_code',
+        code,
+        code_verifier: verifier,
+        redirect_uri: 'https://shop.example/cb',
+        client_id: client.client_id,
+        client_secret: client.client_secret,
       }),
     });
     expect(res.status).toBe(200);
   }
   const reasons = async (agentId: string) =>
-    (await server.services.db.query<{ revoked_reason: string | null }>(
-      'SELECT revoked_reason FROM grants WHERE agent_id = $1 ORDER BY created_at', [agentId],
-    )).rows.map((r) => r.revoked_reason);
+    (
+      await server.services.db.query<{ revoked_reason: string | null }>('SELECT revoked_reason FROM grants WHERE agent_id = $1 ORDER BY created_at', [
+        agentId,
+      ])
+    ).rows.map((r) => r.revoked_reason);
 
   it('lists grants by agent, user and website, and reads the audit log page by page', async () => {
     const shop = await admin('POST', '/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
@@ -257,7 +274,9 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
     expect(all.events.map((e: { event: string }) => e.event)).toEqual(['token_issued', 'token_issued']);
     const page = await cli(['audit', '--client', shop.client_id, '--event', 'token_issued', '--limit', '1']);
     expect(page.code).toBe(0);
-    expect(page.stdout).toMatch(new RegExp(`^${all.events[0].id}\\s+\\S+\\s+token_issued\\s+${agent.agent_id}\\s+${shop.client_id}\\s+model-two\\s+-$`, 'm'));
+    expect(page.stdout).toMatch(
+      new RegExp(`^${all.events[0].id}\\s+\\S+\\s+token_issued\\s+${agent.agent_id}\\s+${shop.client_id}\\s+model-two\\s+-$`, 'm'),
+    );
     expect(page.stderr.trim()).toBe(`more: --cursor ${all.events[0].id}`);
     const next = await cliJson(['audit', '--client', shop.client_id, '--limit', '1', '--cursor', String(all.events[0].id), '--since', '2000-01-01']);
     expect(next.events.map((e: { id: number }) => e.id)).toEqual([all.events[1].id]);
@@ -324,7 +343,9 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
     // The CLI checks its own flags first and names them, with the format it expects.
     const bad = await cli(['audit', '--since', 'yesterday']);
     expect(bad.code).toBe(1);
-    expect(bad.stderr.trim()).toBe("error: option '--since <date>' argument 'yesterday' is invalid. expected an ISO 8601 date, e.g. 2025-01-31 or 2025-01-31T12:00:00Z");
+    expect(bad.stderr.trim()).toBe(
+      "error: option '--since <date>' argument 'yesterday' is invalid. expected an ISO 8601 date, e.g. 2025-01-31 or 2025-01-31T12:00:00Z",
+    );
     const tooMany = await cli(['audit', '--limit', '500']);
     expect(tooMany.code).toBe(1);
     expect(tooMany.stderr.trim()).toBe("error: option '--limit <n>' argument '500' is invalid. expected a whole number from 1 to 200");
@@ -346,7 +367,8 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
     local = await startLocalServer({ ADMIN_TOKEN: adminToken, ID_TOKEN_SIGNING_ALG: 'ES256' });
     const { server } = local;
     const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
-    const jwks = async () => ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    const jwks = async () =>
+      ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     const [first] = await jwks();
 
     const listed = await cli(['keys', 'list']);

@@ -55,9 +55,7 @@ const runtime = stages.at(-1)!;
 const runtimeOps = (op: string) => runtime.filter((i) => i.op === op);
 
 /** What the runtime stage copies into /app, as paths relative to /app (e.g. `dist`, `package.json`). */
-const imageFiles = runtimeOps('COPY').flatMap((ins) =>
-  copySources(ins).sources.map((s) => s.replace(/^\/app\//, '')),
-);
+const imageFiles = runtimeOps('COPY').flatMap((ins) => copySources(ins).sources.map((s) => s.replace(/^\/app\//, '')));
 
 /** The build stage: the one the runtime stage takes dist/ from. */
 const buildStage = (() => {
@@ -73,9 +71,7 @@ const dockerignore = read('.dockerignore')
 
 /** Whether a top-level entry of the repository stays out of the build context. */
 function ignoredByDocker(name: string): boolean {
-  return dockerignore.some((pattern) =>
-    new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`).test(name),
-  );
+  return dockerignore.some((pattern) => new RegExp(`^${pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`).test(name));
 }
 
 describe('Dockerfile', () => {
@@ -91,9 +87,7 @@ describe('Dockerfile', () => {
   });
 
   it('sets production mode and keeps data in the /data volume', () => {
-    const env = Object.fromEntries(
-      runtimeOps('ENV').flatMap((i) => i.args.split(/\s+/).map((pair) => pair.split('=') as [string, string])),
-    );
+    const env = Object.fromEntries(runtimeOps('ENV').flatMap((i) => i.args.split(/\s+/).map((pair) => pair.split('=') as [string, string])));
     expect(env).toMatchObject({ NODE_ENV: 'production', DATA_DIR: '/data' });
     expect(runtimeOps('VOLUME').map((i) => i.args)).toContain('/data');
     expect(runtimeOps('RUN').some((i) => /chown\s+node(:node)?\s+\/data/.test(i.args))).toBe(true);
@@ -111,9 +105,7 @@ describe('Dockerfile', () => {
   });
 
   it('ships the compiled server, templates, migrations and production dependencies', () => {
-    expect(imageFiles).toEqual(
-      expect.arrayContaining(['dist', 'views', 'migrations', 'node_modules', 'package.json']),
-    );
+    expect(imageFiles).toEqual(expect.arrayContaining(['dist', 'views', 'migrations', 'node_modules', 'package.json']));
     const prodInstall = stages.flatMap((s) => s).filter((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args));
     expect(prodInstall).toHaveLength(1);
     expect(prodInstall[0].args).toContain('--ignore-scripts');
@@ -222,12 +214,8 @@ describe('docker-compose.yml', () => {
 
   it('refuses to start with the placeholders of .env.example', () => {
     const placeholders = Object.fromEntries(envExample);
-    expect(() => containerConfig(services['agent-auth'], { ...operatorEnv, ADMIN_TOKEN: placeholders.ADMIN_TOKEN })).toThrow(
-      /ADMIN_TOKEN/,
-    );
-    expect(() => containerConfig(services['agent-auth'], { ...operatorEnv, JWT_SECRET: placeholders.JWT_SECRET })).toThrow(
-      /JWT_SECRET/,
-    );
+    expect(() => containerConfig(services['agent-auth'], { ...operatorEnv, ADMIN_TOKEN: placeholders.ADMIN_TOKEN })).toThrow(/ADMIN_TOKEN/);
+    expect(() => containerConfig(services['agent-auth'], { ...operatorEnv, JWT_SECRET: placeholders.JWT_SECRET })).toThrow(/JWT_SECRET/);
     expect(() => containerConfig(services['agent-auth'], { JWT_SECRET: operatorEnv.JWT_SECRET })).toThrow(/required/);
   });
 
@@ -246,7 +234,10 @@ describe('docker-compose.yml', () => {
       const config = containerConfig(replica, operatorEnv);
       expect(config.issuer, name).toBe(`http://localhost:${hostPort}`);
       expect(config.trustProxy, name).toBe(true);
-      expect(replica.ports.every((p: string) => p.startsWith('127.0.0.1:')), name).toBe(true);
+      expect(
+        replica.ports.every((p: string) => p.startsWith('127.0.0.1:')),
+        name,
+      ).toBe(true);
       // Rate-limit counters are shared, or each replica would allow the full limit.
       const redis = new URL(replica.environment.REDIS_URL);
       expect(services[redis.hostname]?.profiles, name).toEqual(['scale']);
@@ -329,7 +320,10 @@ async function waitFor200(url: string, server: Started, timeoutMs = 60_000): Pro
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (exited) throw new Error(`server exited before ${url} answered:\n${server.output()}`);
-    const status = await fetch(url).then((r) => r.status, () => 0);
+    const status = await fetch(url).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status === 200) return;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -408,7 +402,12 @@ describe(`the image's start-up sequence without Docker (${storeName})`, () => {
         [...readFileSync(join(app, 'dist', f), 'utf8').matchAll(importSpecifier)]
           .map((m) => m[1] ?? m[2])
           .filter((spec) => !spec.startsWith('.') && !spec.startsWith('node:') && !builtinModules.includes(spec))
-          .map((spec) => spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/')),
+          .map((spec) =>
+            spec
+              .split('/')
+              .slice(0, spec.startsWith('@') ? 2 : 1)
+              .join('/'),
+          ),
       ),
     );
     expect(packages).toContain('fastify');

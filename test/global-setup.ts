@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { TestProject } from 'vitest/node';
-import { wrapPglite } from '../src/db/pglite.js';
 import { migrate } from '../src/db/migrate.js';
+import { wrapPglite } from '../src/db/pglite.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

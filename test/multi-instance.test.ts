@@ -16,7 +16,16 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
   beforeAll(async () => {
     database = await createTestDatabase();
     // No JWT_SECRET: both must find the one key the first start generated in the store.
-    const env = { DATABASE_URL: database.url, ISSUER, ADMIN_TOKEN, PORT: '0', ADMIN_PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', DATA_DIR: 'memory' };
+    const env = {
+      DATABASE_URL: database.url,
+      ISSUER,
+      ADMIN_TOKEN,
+      PORT: '0',
+      ADMIN_PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      DATA_DIR: 'memory',
+    };
     a = await startServerProcess(env);
     b = await startServerProcess(env);
   }, 60_000);
@@ -43,8 +52,7 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
    * Whether `p` refuses the access token at userinfo within a second: each instance keeps live
    * grants in memory and forgets one when the database announces its change (docs/operations.md).
    */
-  const refusedWithinASecond = (p: ServerProcess, accessToken: string) =>
-    within(1000, async () => (await userinfoStatus(p, accessToken)) === 401);
+  const refusedWithinASecond = (p: ServerProcess, accessToken: string) => within(1000, async () => (await userinfoStatus(p, accessToken)) === 401);
 
   /** The browser opens the sign-in page on A: the request id and the binding cookie. */
   async function openSignIn(client: { client_id: string }) {

@@ -1,5 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,9 +113,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
       ['ISSUER', 'http://auth.example'],
     ];
     it('exits 1 with one line naming the variable on a configuration error', async () => {
-      const results = await Promise.all(
-        bad.map(([name, value]) => finished(spawnSource('src/main.ts', [], { DATA_DIR: 'memory', [name]: value }))),
-      );
+      const results = await Promise.all(bad.map(([name, value]) => finished(spawnSource('src/main.ts', [], { DATA_DIR: 'memory', [name]: value }))));
       results.forEach((res, i) => {
         const [name] = bad[i];
         expect(res.code, name).toBe(1);
@@ -177,32 +175,35 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     });
 
     // Two processes writing one embedded store lose each other's writes.
-    it.runIf(!usingPostgres)('refuses a second process on the same DATA_DIR, naming it and the holder, and takes over the lock of a dead one', async () => {
-      const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-lock-'));
-      tempDirs.push(dataDir);
-      const first = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
-      const secondChild = spawnSource('src/main.ts', [], serverEnv({ DATA_DIR: dataDir }));
-      // A second process that starts serving would never exit by itself.
-      const stopUnrefused = setTimeout(() => secondChild.kill('SIGKILL'), 30_000);
-      const second = await finished(secondChild);
-      clearTimeout(stopUnrefused);
-      expect(second.code).toBe(1);
-      expect(second.stderr).toBe(
-        `agent-auth: failed to start: DATA_DIR ${dataDir} is in use by another agent-auth process (pid ${first.child.pid}); stop it, or use DATABASE_URL to run several\n`,
-      );
-      first.child.kill('SIGTERM');
-      expect((await first.exit).code).toBe(0);
-      expect(existsSync(join(dataDir, 'agent-auth.lock'))).toBe(false);
+    it.runIf(!usingPostgres)(
+      'refuses a second process on the same DATA_DIR, naming it and the holder, and takes over the lock of a dead one',
+      async () => {
+        const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-lock-'));
+        tempDirs.push(dataDir);
+        const first = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
+        const secondChild = spawnSource('src/main.ts', [], serverEnv({ DATA_DIR: dataDir }));
+        // A second process that starts serving would never exit by itself.
+        const stopUnrefused = setTimeout(() => secondChild.kill('SIGKILL'), 30_000);
+        const second = await finished(secondChild);
+        clearTimeout(stopUnrefused);
+        expect(second.code).toBe(1);
+        expect(second.stderr).toBe(
+          `agent-auth: failed to start: DATA_DIR ${dataDir} is in use by another agent-auth process (pid ${first.child.pid}); stop it, or use DATABASE_URL to run several\n`,
+        );
+        first.child.kill('SIGTERM');
+        expect((await first.exit).code).toBe(0);
+        expect(existsSync(join(dataDir, 'agent-auth.lock'))).toBe(false);
 
-      // A holder killed without a chance to clean up leaves its lock behind; the next start takes it over.
-      const dead = spawn(process.execPath, ['-e', '']);
-      await finished(dead);
-      writeFileSync(join(dataDir, 'agent-auth.lock'), `${dead.pid}\n`);
-      const third = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
-      expect(readFileSync(join(dataDir, 'agent-auth.lock'), 'utf8')).toBe(`${third.child.pid}\n`);
-      third.child.kill('SIGTERM');
-      expect(await third.exit).toMatchObject({ code: 0 });
-    });
+        // A holder killed without a chance to clean up leaves its lock behind; the next start takes it over.
+        const dead = spawn(process.execPath, ['-e', '']);
+        await finished(dead);
+        writeFileSync(join(dataDir, 'agent-auth.lock'), `${dead.pid}\n`);
+        const third = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
+        expect(readFileSync(join(dataDir, 'agent-auth.lock'), 'utf8')).toBe(`${third.child.pid}\n`);
+        third.child.kill('SIGTERM');
+        expect(await third.exit).toMatchObject({ code: 0 });
+      },
+    );
 
     it.runIf(usingPostgres)('lets several processes share a DATA_DIR over PostgreSQL: the store is not in it', async () => {
       const store = await emptyStore();

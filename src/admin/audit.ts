@@ -25,7 +25,10 @@ export const auditQuery = z.object({
   to: instant.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   /** The next_cursor of the previous page. */
-  cursor: z.string().regex(/^[1-9]\d{0,15}$/, 'must be the next_cursor of a previous page').optional(),
+  cursor: z
+    .string()
+    .regex(/^[1-9]\d{0,15}$/, 'must be the next_cursor of a previous page')
+    .optional(),
 });
 
 const eventView = z.object({

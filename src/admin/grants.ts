@@ -71,8 +71,7 @@ export default async function adminGrantRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { grantAdmin } = app.services.store;
 
-  const revoke = (request: FastifyRequest, level: RevocationLevel, key: string) =>
-    revokeGrants(app.services.store, request.log, level, key);
+  const revoke = (request: FastifyRequest, level: RevocationLevel, key: string) => revokeGrants(app.services.store, request.log, level, key);
 
   app.get(
     '/agents/:id/grants',

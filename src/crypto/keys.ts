@@ -20,4 +20,3 @@ export function keyringFrom(secrets: string[]): Keyring {
   const keys = secrets.map((s) => ({ kid: kidFor(s), key: new TextEncoder().encode(s) }));
   return { current: keys[0], byKid: new Map(keys.map((k) => [k.kid, k])) };
 }
-

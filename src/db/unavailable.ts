@@ -5,7 +5,14 @@ const UNAVAILABLE_CLASSES = [
 ];
 const UNAVAILABLE_CODES = new Set([
   // errno of a connection refused, reset or unreachable
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EPIPE',
   '57P01', // admin_shutdown: the backend was terminated (pg_terminate_backend, a fast shutdown)
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now: starting up, shutting down, in recovery

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { logAudit, type AuthenticationFailure } from '../audit.js';
 import { safeEqual, sha256, verifySecret } from '../crypto/secrets.js';
-import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError } from '../errors.js';
+import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, WrongWebsite } from '../errors.js';
 import type { RequestWatch } from '../events/request-changes.js';
 import { redirectOrigin, redirectToClient } from '../oauth/redirect.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
@@ -78,7 +78,7 @@ export async function authenticate(services: Services, request: FastifyRequest, 
     const target = await store.requests.get(requestId);
     const origin = target && redirectOrigin(target.redirect_uri);
     if (origin && origin !== wanted) {
-      throw await refuse('wrong_website', new OAuthError(SIGN_IN_ERRORS.redirectOriginMismatch, `this sign-in is for ${origin}, not ${wanted}`, 403));
+      throw await refuse('wrong_website', new WrongWebsite(origin, wanted));
     }
   }
 

@@ -1,10 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
-import { randomToken, safeEqual } from '../crypto/secrets.js';
 import type { Config } from '../config.js';
 import type { Keyring } from '../crypto/keys.js';
-import type { Store } from '../store/index.js';
+import { randomToken, safeEqual } from '../crypto/secrets.js';
 import type { GrantSubject } from '../store/grants.js';
+import type { Store } from '../store/index.js';
 
 const claimsSchema = z.object({
   iss: z.string(),

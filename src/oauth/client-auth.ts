@@ -30,7 +30,7 @@ export const clientCredentials = { client_id: param(200), client_secret: param(2
  * The body of /introspect and /revoke. token_type_hint is accepted and ignored (RFC 7009 §2.1
  * allows it): the token's own format says whether it is an access or a refresh token.
  */
-export const tokenRequest = z.object({ token: param(8192), token_type_hint: param(100), ...clientCredentials });
+export const presentedTokenBody = z.object({ token: param(8192), token_type_hint: param(100), ...clientCredentials });
 
 // RFC 6749 §2.3.1: id and secret are form-urlencoded before they go into the Basic credentials.
 function formDecode(value: string): string {
@@ -71,19 +71,26 @@ export function presentedCredentials(request: FastifyRequest): PresentedCredenti
 }
 
 /**
- * Sets `request.client` if `secret` is the secret of `client` (as read from the store) and the
- * client is active. Unknown client, inactive client and wrong secret cost the same hash work and
- * get the same answer.
+ * How the client a request names is read: by default on its own; an endpoint may fold the read into
+ * the statement it runs anyway (introspection, the refresh rotation), to keep one round trip.
  */
-export function acceptClient(request: FastifyRequest, secret: string, client: StoredClientCredentials | undefined) {
+export type ClientRead = (clientId: string) => Promise<StoredClientCredentials | undefined> | StoredClientCredentials | undefined;
+
+/**
+ * The one way a client authenticates, on /token, /introspect and /revoke: sets `request.client` if
+ * the client named by `credentials` (read by `read`) is active and `secret` is its secret, or throws
+ * invalid_client. Unknown client, inactive client and wrong secret cost the same hash work and get
+ * the same answer. A second method (private_key_jwt, say) would be added here.
+ */
+export async function authenticateClient(
+  request: FastifyRequest,
+  { id, secret }: PresentedCredentials = presentedCredentials(request),
+  read: ClientRead = (clientId) => request.server.services.store.clients.getWithSecret(clientId),
+): Promise<void> {
+  const client = id === undefined ? undefined : await read(id);
   const secretOk = verifySecret(secret, client?.secret_hash);
   if (!client || !secretOk || !client.active || !secret) throw new InvalidClient();
   request.client = { client_id: client.client_id };
-}
-
-/** Reads the client the request names and accepts it, or throws invalid_client. */
-export async function authenticateClient(request: FastifyRequest, { id, secret }: PresentedCredentials = presentedCredentials(request)) {
-  acceptClient(request, secret, id ? await request.server.services.store.clients.getWithSecret(id) : undefined);
 }
 
 /** The client id a request claims (it may not authenticate), or undefined when it names none. */

@@ -1,8 +1,8 @@
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
 import type { Queryable } from '../db/types.js';
+import type { SigningAlg } from '../protocol/signing.js';
 import { createKeyStore } from '../store/keys.js';
 
-import type { SigningAlg } from '../protocol/signing.js';
 
 export { SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
 

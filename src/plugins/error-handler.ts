@@ -1,7 +1,16 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { isStoreUnavailable } from '../db/unavailable.js';
-import { InvalidRequest, NotFound, OAuthError, PayloadTooLarge, ServerError, ServiceUnavailable, UnsupportedMediaType, UriTooLong } from '../errors.js';
+import {
+  InvalidRequest,
+  NotFound,
+  OAuthError,
+  PayloadTooLarge,
+  ServerError,
+  ServiceUnavailable,
+  UnsupportedMediaType,
+  UriTooLong,
+} from '../errors.js';
 import { throttledWarning } from '../logger.js';
 import { renderErrorPage } from '../pages/request-pages.js';
 import { routeLabel } from './metrics.js';
@@ -16,11 +25,42 @@ declare module 'fastify' {
 // During an outage every request fails the same way: a few lines say so, not one per request.
 const warnStoreUnavailable = throttledWarning();
 
+const TYPE_WORDS: Record<string, string> = { string: 'text', number: 'a number', int: 'a whole number', array: 'a list', object: 'an object', boolean: 'true or false' };
+
+interface ValidationIssue {
+  keyword?: string;
+  instancePath?: string;
+  message?: string;
+  params?: { expected?: string; minimum?: number | bigint; maximum?: number | bigint; origin?: string; values?: unknown[] };
+}
+
+/** What is wrong with one value, in the caller's words rather than the validator's. */
+function problem({ keyword, message = '', params = {} }: ValidationIssue): string {
+  const { expected, minimum, maximum, origin, values } = params;
+  const chars = origin === 'string' ? ' characters' : origin === 'array' ? ' values' : '';
+  switch (keyword) {
+    case 'invalid_type':
+      return message.endsWith('received undefined') ? 'is required' : `must be ${TYPE_WORDS[expected ?? ''] ?? expected}`;
+    case 'too_small':
+      return origin === 'string' && Number(minimum) === 1 ? 'must not be empty' : `must be at least ${minimum}${chars}`;
+    case 'too_big':
+      return `must be at most ${maximum}${chars}`;
+    case 'invalid_value':
+      return values ? `must be one of: ${values.join(', ')}` : 'has a value that is not allowed';
+    case 'unrecognized_keys':
+      return message.replace(/^Unrecognized keys?/, 'has unknown fields');
+    default:
+      // Our own refinements already speak plainly ("must be an id: …"); the validator's may not.
+      return /^[a-z]/.test(message) ? message : 'is not valid';
+  }
+}
+
 function describeValidation(err: FastifyError): string {
-  const first = err.validation?.[0] as { instancePath?: string; message?: string; params?: { issue?: { path?: unknown[] } } } | undefined;
-  const field = first?.instancePath?.replace(/^\//, '').replace(/\//g, '.');
+  const first = err.validation?.[0] as ValidationIssue | undefined;
+  const name = first?.instancePath?.replace(/^\//, '').replace(/\//g, '.');
   const where = err.validationContext === 'querystring' ? 'query parameter' : err.validationContext === 'headers' ? 'header' : 'field';
-  return field ? `${where} "${field}": ${first?.message ?? 'is invalid'}` : `${err.validationContext ?? 'request'}: ${first?.message ?? 'is invalid'}`;
+  if (!first) return 'the request is not valid';
+  return name ? `the "${name}" ${where} ${problem(first)}` : `the ${err.validationContext === 'querystring' ? 'query' : 'body'} ${problem(first)}`;
 }
 
 /** Turns anything thrown into `{error, error_description}` (docs/protocol.md, Errors); never a stack trace. */

@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import fastifyHelmet from '@fastify/helmet';
 import fastifyView from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, RouteOptions } from 'fastify';
@@ -17,12 +18,25 @@ const common: HelmetOptions = {
   crossOriginResourcePolicy: { policy: 'same-origin' },
 };
 
-// The JSON API's headers carry no nonce, so one helmet middleware, built once, serves them all
-// (@fastify/helmet builds one per response, and draws two nonces for it).
-const apiHeaders = helmet({
-  ...common,
-  contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
-});
+/** The headers a helmet middleware sets, recorded once: they are the same for every response it would serve. */
+function headersOf(middleware: ReturnType<typeof helmet>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const recorder = {
+    setHeader: (name: string, value: string) => void (headers[name.toLowerCase()] = value),
+    removeHeader: (name: string) => void delete headers[name.toLowerCase()],
+  };
+  middleware({} as IncomingMessage, recorder as unknown as ServerResponse, () => {});
+  return headers;
+}
+
+// The JSON API's headers carry no nonce, so they are computed once and set in one call per response
+// (@fastify/helmet runs a dozen middlewares per response and draws two nonces for them).
+const apiHeaders = headersOf(
+  helmet({
+    ...common,
+    contentSecurityPolicy: { useDefaults: false, directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } },
+  }),
+);
 
 const LOGO_TYPES: Record<string, string> = {
   '.png': 'image/png',
@@ -71,6 +85,17 @@ export interface HtmlPagesOptions {
 /** Pages (routes with `config.html`, and /docs) need per-response nonces; the JSON API does not. */
 const isPageRoute = (route: RouteOptions) => Boolean(route.config?.html) || route.url.startsWith('/docs');
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A JSON route: its security headers are the static set, not the pages' (set by html-pages). */
+    apiHeaders?: boolean;
+  }
+  interface FastifyReply {
+    /** This response's CSP nonces, for the page's script and style tags (pages only, else null). */
+    cspNonce: { script: string; style: string } | null;
+  }
+}
+
 /**
  * Security headers for every response and eta templates for the browser pages. Scripts and
  * styles run only with the per-response nonce; nothing may frame us; no referrer leaks the query.
@@ -78,34 +103,44 @@ const isPageRoute = (route: RouteOptions) => Boolean(route.config?.html) || rout
 export default fp(async function htmlPages(app: FastifyInstance, options: HtmlPagesOptions) {
   const { brand: brandConfig } = app.services.config;
   const brand = brandOf(brandConfig, app.prefix);
-  // Before @fastify/helmet's own onRoute hook, which reads `helmet: false`.
+  const pageDirectives: Record<string, string[]> = {
+    defaultSrc: ["'none'"],
+    scriptSrc: ["'self'"],
+    styleSrc: ["'self'"],
+    imgSrc: ["'self'", 'data:', ...(brandConfig.logoUrl ? [new URL(brandConfig.logoUrl).origin] : [])],
+    connectSrc: ["'self'"],
+    baseUri: ["'none'"],
+    frameAncestors: ["'none'"],
+    // No form-action on the sign-in pages: Chrome applies it to the redirect that follows Approve,
+    // which goes to the website.
+    ...(options.formActionSelf ? { formAction: ["'self'"] } : {}),
+  };
   app.addHook('onRoute', (route) => {
     if (isPageRoute(route)) return;
-    route.helmet = false;
+    route.config = Object.assign(route.config ?? {}, { apiHeaders: true });
     // First, so that an early answer (a 429 from a route's rate limit) has the headers too.
     route.onRequest = [
-      (request, reply, done) => apiHeaders(request.raw, reply.raw, (err) => done(err as Error | undefined)),
+      (_request, reply, done) => {
+        reply.headers(apiHeaders);
+        done();
+      },
       ...[route.onRequest ?? []].flat(),
     ];
   });
-  await app.register(fastifyHelmet, {
-    ...common,
-    enableCSPNonces: true,
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: {
-        defaultSrc: ["'none'"],
-        scriptSrc: ["'self'"],
-        styleSrc: ["'self'"],
-        imgSrc: ["'self'", 'data:', ...(brandConfig.logoUrl ? [new URL(brandConfig.logoUrl).origin] : [])],
-        connectSrc: ["'self'"],
-        baseUri: ["'none'"],
-        frameAncestors: ["'none'"],
-        // No form-action on the sign-in pages: Chrome applies it to the redirect that follows Approve,
-        // which goes to the website.
-        ...(options.formActionSelf ? { formAction: ["'self'"] } : {}),
-      },
-    },
+  app.decorateReply('cspNonce', null);
+  // Pages, and answers to paths no route matches: two fresh nonces in the CSP of each response. A hook
+  // of this context rather than of the routes, so that its own early answers (the console's redirect
+  // to sign in) have the headers too.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.routeOptions.config.apiHeaders) return done();
+    const nonce = { script: randomBytes(16).toString('hex'), style: randomBytes(16).toString('hex') };
+    reply.cspNonce = nonce;
+    const directives = {
+      ...pageDirectives,
+      scriptSrc: [...pageDirectives.scriptSrc, `'nonce-${nonce.script}'`],
+      styleSrc: [...pageDirectives.styleSrc, `'nonce-${nonce.style}'`],
+    };
+    helmet({ ...common, contentSecurityPolicy: { useDefaults: false, directives } })(request.raw, reply.raw, () => done());
   });
   await app.register(fastifyView, {
     engine: { eta: new Eta({ views: viewsDir, cache: true }) },
@@ -123,9 +158,10 @@ export default fp(async function htmlPages(app: FastifyInstance, options: HtmlPa
     );
   }
   // Pages carry request ids and one-time state: never cache them anywhere.
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (String(reply.getHeader('content-type') ?? '').startsWith('text/html')) {
       reply.header('cache-control', 'no-store');
     }
+    done(null, payload);
   });
 });

@@ -7,12 +7,14 @@ export const routeLabel = (request: FastifyRequest) => request.routeOptions.url 
 /** Public listener: latency of every request, and token grants (a 200 from /token) by grant type. */
 export const requestMetrics = fp(async function requestMetrics(app: FastifyInstance) {
   const { httpDuration, tokenGrants } = app.services.metrics;
-  app.addHook('onResponse', async (request, reply) => {
+  // Callback-style: every request runs it, and an async hook costs a promise.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = routeLabel(request);
     httpDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000);
     if (route === '/token' && reply.statusCode === 200) {
       tokenGrants.inc({ grant_type: (request.body as { grant_type: string }).grant_type });
     }
+    done();
   });
 });
 

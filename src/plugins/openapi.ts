@@ -25,8 +25,8 @@ export default fp(async function openapi(app: FastifyInstance) {
       servers: [{ url: app.services.config.issuer }],
       tags: [
         { name: 'oauth', description: 'Authorization code flow with PKCE, tokens and token state' },
-        { name: 'browser', description: 'Pages and steps the user\'s browser goes through' },
-        { name: 'agent', description: 'The agent\'s back channel' },
+        { name: 'browser', description: "Pages and steps the user's browser goes through" },
+        { name: 'agent', description: "The agent's back channel" },
         { name: 'discovery', description: 'Metadata for client libraries' },
         { name: 'health', description: 'Probes for orchestrators and load balancers' },
       ],

@@ -26,14 +26,19 @@ type Parameter = keyof typeof MAX_LENGTH;
 // The schema takes any string, or several for a parameter sent twice, so that the handler checks
 // everything (presence, repetition, length) in the order docs/protocol.md gives: the first failure wins.
 const param = (name: Parameter) =>
-  z.union([z.string(), z.array(z.string())]).optional().describe(`at most ${MAX_LENGTH[name]} characters, sent once`);
-const querySchema = z.object(Object.fromEntries(Object.keys(MAX_LENGTH).map((name) => [name, param(name as Parameter)])) as Record<Parameter, ReturnType<typeof param>>);
+  z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .describe(`at most ${MAX_LENGTH[name]} characters, sent once`);
+const querySchema = z.object(
+  Object.fromEntries(Object.keys(MAX_LENGTH).map((name) => [name, param(name as Parameter)])) as Record<Parameter, ReturnType<typeof param>>,
+);
 type AuthorizeQuery = z.infer<typeof querySchema>;
 
 const schema = {
   tags: ['oauth', 'browser'],
   description:
-    'Starts a sign-in in the user\'s browser (authorization code flow with PKCE S256; state is required). Shows the ' +
+    "Starts a sign-in in the user's browser (authorization code flow with PKCE S256; state is required). Shows the " +
     'sign-in page, which carries the request id for the agent (<meta name="request-id"> and window.authRequest) and ' +
     'binds the request to this browser with a cookie; once the agent has authenticated, the page moves on to ' +
     '/authorize/complete. scope defaults to "openid email profile". login_hint (an agent id): only that agent may ' +

@@ -4,12 +4,11 @@ import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
-import { acceptClient, presentedCredentials, tokenRequest, type PresentedCredentials as Credentials } from '../oauth/client-auth.js';
-import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
-import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, serializeAsBuilt, UNAVAILABLE } from '../openapi.js';
+import { authenticateClient, presentedCredentials, presentedTokenBody, type PresentedCredentials as Credentials } from '../oauth/client-auth.js';
+import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
+import { CLIENT_AUTH, FORM_OR_JSON, serializeAsBuilt, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
-import type { StoredClientCredentials } from '../store/clients.js';
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 
@@ -19,25 +18,29 @@ type Answer = z.infer<typeof introspectionResponse>;
  * Each reads the asking client together with the token (one round trip) and authenticates the
  * client before it looks at what was found.
  */
-async function introspectAccessToken(request: FastifyRequest, { id, secret }: Credentials, token: string): Promise<Answer> {
+async function introspectAccessToken(request: FastifyRequest, credentials: Credentials, token: string): Promise<Answer> {
   const { services } = request.server;
   const claims = verifyAccessToken(services, token);
-  let read: { client?: StoredClientCredentials; token?: { agent_id: string } } | undefined;
-  if (id !== undefined) {
-    read = claims?.client_id === id
-      ? await services.store.grants.introspectAccessToken(id, grantIdOf(claims.jti), claims.jti)
-      : { client: await services.store.clients.getWithSecret(id) };
-  }
-  acceptClient(request, secret, read?.client);
-  if (!claims || read?.token?.agent_id !== claims.sub) return { active: false };
+  let found: { agent_id: string } | undefined;
+  // A token of the asking client is read along with the client; any other token is inactive for it.
+  await authenticateClient(request, credentials, async (clientId) => {
+    if (claims?.client_id !== clientId) return services.store.clients.getWithSecret(clientId);
+    const read = await services.store.grants.introspectAccessToken(clientId, grantIdOf(claims.jti), claims.jti);
+    found = read?.token;
+    return read?.client;
+  });
+  if (!claims || found?.agent_id !== claims.sub) return { active: false };
   return { active: true, ...claims, token_type: 'access_token' };
 }
 
 /** A refresh token has no jti; its iat and exp are when it was issued and when it expires. */
-async function introspectRefreshToken(request: FastifyRequest, { id, secret }: Credentials, token: string): Promise<Answer> {
+async function introspectRefreshToken(request: FastifyRequest, credentials: Credentials, token: string): Promise<Answer> {
   const { services } = request.server;
-  const read = id === undefined ? undefined : await services.store.grants.introspectRefreshToken(id, sha256(token));
-  acceptClient(request, secret, read?.client);
+  let read: Awaited<ReturnType<typeof services.store.grants.introspectRefreshToken>>;
+  await authenticateClient(request, credentials, async (clientId) => {
+    read = await services.store.grants.introspectRefreshToken(clientId, sha256(token));
+    return read?.client;
+  });
   const live = read?.token;
   if (!live) return { active: false };
   return {
@@ -75,16 +78,10 @@ const schema = {
     'Tokens of other clients, and unknown, expired or revoked ones, are {"active": false}.',
   consumes: FORM_OR_JSON,
   security: CLIENT_AUTH,
-  body: tokenRequest,
+  body: presentedTokenBody,
   response: {
     200: introspectionResponse,
-    ...errorResponses({
-      400: 'invalid_request: token is missing',
-      401: 'invalid_client: unknown or inactive client, or wrong secret',
-      ...BODY_REFUSED,
-      429: RATE_LIMITED,
-      503: UNAVAILABLE,
-    }),
+    ...TOKEN_OPERATION_ERRORS,
   },
 };
 

@@ -5,29 +5,23 @@ import { logAudit } from '../audit.js';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { verifyAccessToken } from '../oauth/access-token.js';
-import { tokenRequest } from '../oauth/client-auth.js';
-import { isRefreshTokenFormat } from '../oauth/refresh-token.js';
-import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
+import { presentedTokenBody } from '../oauth/client-auth.js';
+import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
+import { CLIENT_AUTH, FORM_OR_JSON, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientAuthentication } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
 
 const schema = {
   tags: ['oauth'],
   description:
-    'Revokes one of the client\'s access or refresh tokens (RFC 7009); a refresh token takes every token issued ' +
+    "Revokes one of the client's access or refresh tokens (RFC 7009); a refresh token takes every token issued " +
     'with it along. The answer is the same whatever the token: 200 with an empty JSON object.',
   consumes: FORM_OR_JSON,
   security: CLIENT_AUTH,
-  body: tokenRequest,
+  body: presentedTokenBody,
   response: {
     200: z.object({}).strict().describe('Revoked, or nothing to revoke'),
-    ...errorResponses({
-      400: 'invalid_request: token is missing',
-      401: 'invalid_client: unknown or inactive client, or wrong secret',
-      ...BODY_REFUSED,
-      429: RATE_LIMITED,
-      503: UNAVAILABLE,
-    }),
+    ...TOKEN_OPERATION_ERRORS,
   },
 };
 

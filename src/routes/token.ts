@@ -2,16 +2,16 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
-import { authorizationCodeGrant } from '../grants/authorization-code.js';
-import { refreshTokenGrant } from '../grants/refresh-token.js';
-import { tokenResponseSchema, type GrantHandler } from '../grants/token-response.js';
+import { authorizationCodeGrant } from '../grant-types/authorization-code.js';
+import { refreshTokenGrant } from '../grant-types/refresh-token.js';
+import { tokenResponseSchema, type GrantHandler } from '../grant-types/token-response.js';
 import { authenticateClient, clientCredentials, param, presentedCredentials } from '../oauth/client-auth.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
 
 // Unknown parameters are ignored (RFC 6749 §3.2); known ones must be single strings.
-const tokenRequest = z.object({
+const tokenEndpointBody = z.object({
   grant_type: param(100),
   code: param(512),
   redirect_uri: param(2000),
@@ -34,11 +34,11 @@ const schema = {
     'refresh token. The client authenticates with client_id and client_secret in the body, or with HTTP Basic.',
   consumes: FORM_OR_JSON,
   security: CLIENT_AUTH,
-  body: tokenRequest,
+  body: tokenEndpointBody,
   response: {
     200: tokenResponseSchema,
     ...errorResponses({
-      400: 'invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client\'s), unsupported_grant_type or invalid_scope (RFC 6749 §5.2)',
+      400: "invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client's), unsupported_grant_type or invalid_scope (RFC 6749 §5.2)",
       401: 'invalid_client: unknown or inactive client, or wrong secret',
       ...BODY_REFUSED,
       429: RATE_LIMITED,

@@ -1,5 +1,5 @@
-import type { Db } from '../db/types.js';
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
+import type { Db } from '../db/types.js';
 
 export interface Agent {
   agent_id: string;
@@ -78,10 +78,7 @@ export function createAgentStore(db: Db) {
 
     async rotateSecret(id: string) {
       const agentSecret = generateSecret('aa_as');
-      const { rowCount } = await db.query(`UPDATE agents SET secret_hash = $2, updated_at = now() WHERE id = $1`, [
-        id,
-        sha256(agentSecret),
-      ]);
+      const { rowCount } = await db.query(`UPDATE agents SET secret_hash = $2, updated_at = now() WHERE id = $1`, [id, sha256(agentSecret)]);
       return rowCount > 0 ? { ...(await get(id))!, agent_secret: agentSecret } : undefined;
     },
 

@@ -67,12 +67,7 @@ export function createAuditStore(db: Db) {
      * One statement of the same shape whatever the reason, so that an unknown agent, a wrong secret
      * and an inactive agent take the same time. The user and the client are looked up in it.
      */
-    async recordAuthenticationFailure(input: {
-      requestId: string;
-      agentId: string;
-      model: string;
-      reason: AuthenticationFailure;
-    }): Promise<void> {
+    async recordAuthenticationFailure(input: { requestId: string; agentId: string; model: string; reason: AuthenticationFailure }): Promise<void> {
       await db.query(
         `INSERT INTO audit_events (event, request_id, agent_id, user_id, client_id, model, reason)
          VALUES ('agent_authentication_failed', $1, $2, (SELECT user_id FROM agents WHERE id = $2),

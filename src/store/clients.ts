@@ -1,5 +1,5 @@
-import type { Db } from '../db/types.js';
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
+import type { Db } from '../db/types.js';
 
 export interface Client {
   client_id: string;
@@ -39,10 +39,7 @@ export function createClientStore(db: Db) {
 
     /** For client authentication: includes the secret hash, never leaves the server. */
     async getWithSecret(id: string): Promise<ClientWithSecretHash | undefined> {
-      const { rows } = await db.query<ClientWithSecretHash>(
-        `SELECT ${COLUMNS}, secret_hash FROM clients WHERE id = $1`,
-        [id],
-      );
+      const { rows } = await db.query<ClientWithSecretHash>(`SELECT ${COLUMNS}, secret_hash FROM clients WHERE id = $1`, [id]);
       return rows[0];
     },
 
@@ -63,10 +60,10 @@ export function createClientStore(db: Db) {
 
     async rotateSecret(id: string) {
       const clientSecret = generateSecret('aa_cs');
-      const { rows } = await db.query<Client>(
-        `UPDATE clients SET secret_hash = $2, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`,
-        [id, sha256(clientSecret)],
-      );
+      const { rows } = await db.query<Client>(`UPDATE clients SET secret_hash = $2, updated_at = now() WHERE id = $1 RETURNING ${COLUMNS}`, [
+        id,
+        sha256(clientSecret),
+      ]);
       return rows[0] ? { ...rows[0], client_secret: clientSecret } : undefined;
     },
 

@@ -94,6 +94,16 @@ const REFRESHED_GRANT = (refreshTtl: string, accessTtl: string) =>
    expires_at = CASE WHEN expires_at >= now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int)) THEN expires_at
                      ELSE now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int) * 1.1) END`;
 
+/** $1 to $6 of both rotation statements: the token, its client, its successor, the lifetimes, the scope asked for. */
+const rotationParams = (input: { tokenHash: string; clientId: string; newTokenHash: string; lifetimes: TokenLifetimes; scope?: string[] }) => [
+  input.tokenHash,
+  input.clientId,
+  input.newTokenHash,
+  input.lifetimes.refreshToken,
+  input.lifetimes.accessToken,
+  input.scope ?? null,
+];
+
 /** An access token's grant, if it is live and the token was not revoked on its own. */
 const liveFor = (grant: LiveGrant | undefined, jti: string) => (grant && !grant.revoked_jtis.includes(jti) ? grant : undefined);
 
@@ -158,8 +168,14 @@ export function createGrantStore(db: Db, cache: GrantCache) {
            floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email
          FROM spent s JOIN users u ON u.id = s.user_id LEFT JOIN auth_requests r ON r.id = s.request_id`,
         [
-          input.codeHash, input.clientId, input.redirectUri, input.codeChallenge, input.grantId,
-          input.refreshTokenHash, input.lifetimes.refreshToken, input.lifetimes.accessToken,
+          input.codeHash,
+          input.clientId,
+          input.redirectUri,
+          input.codeChallenge,
+          input.grantId,
+          input.refreshTokenHash,
+          input.lifetimes.refreshToken,
+          input.lifetimes.accessToken,
         ],
       );
       return rows[0];
@@ -193,28 +209,28 @@ export function createGrantStore(db: Db, cache: GrantCache) {
       newTokenHash: string;
       lifetimes: TokenLifetimes;
       scope?: string[];
-    }): Promise<GrantSubject | undefined> {
-      const { rows } = await db.query<GrantSubject>(
+    }): Promise<(GrantSubject & { client: StoredClientCredentials }) | undefined> {
+      const { rows } = await db.query<GrantSubject & { secret_hash: string; client_active: boolean }>(
         `WITH spent AS (
            UPDATE refresh_tokens rt SET used_at = now()
            FROM grants g ${GRANT_JOINS}
            WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > now()
              AND g.id = rt.grant_id AND g.client_id = $2 AND c.secret_hash = $7 AND ${LIVE_GRANT}
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
-           RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model
+           RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model, c.secret_hash, c.active AS client_active
          ), successor AS (
            INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
            SELECT $3, grant_id, scope, now() + make_interval(secs => $4::int) FROM spent
          ), refreshed AS (
            UPDATE grants SET ${REFRESHED_GRANT('$4', '$5')} FROM spent WHERE grants.id = spent.grant_id
          )
-         SELECT grant_id, client_id, agent_id, model, scope FROM spent`,
-        [
-          input.tokenHash, input.clientId, input.newTokenHash, input.lifetimes.refreshToken, input.lifetimes.accessToken,
-          input.scope ?? null, input.clientSecretHash,
-        ],
+         SELECT grant_id, client_id, agent_id, model, scope, secret_hash, client_active FROM spent`,
+        [...rotationParams(input), input.clientSecretHash],
       );
-      return rows[0];
+      if (!rows[0]) return undefined;
+      // The client as the statement read it, for the caller to authenticate as every client endpoint does.
+      const { secret_hash, client_active, ...grant } = rows[0];
+      return { ...grant, client: { client_id: grant.client_id, secret_hash, active: client_active } };
     },
 
     /**
@@ -257,10 +273,7 @@ export function createGrantStore(db: Db, cache: GrantCache) {
            FROM retried WHERE grants.id = retried.grant_id AND EXISTS (SELECT 1 FROM discarded)
          )
          SELECT grant_id, client_id, agent_id, model, scope, EXISTS (SELECT 1 FROM discarded) AS issued FROM retried`,
-        [
-          input.tokenHash, input.clientId, input.newTokenHash, input.lifetimes.refreshToken, input.lifetimes.accessToken,
-          input.scope ?? null, input.reuseIntervalSeconds,
-        ],
+        [...rotationParams(input), input.reuseIntervalSeconds],
       );
       return rows[0];
     },
@@ -314,10 +327,7 @@ export function createGrantStore(db: Db, cache: GrantCache) {
 
     /** RFC 7009 for one access token; kept until the token would have expired anyway. */
     async revokeAccessToken(jti: string, expiresAt: Date): Promise<void> {
-      await db.query(`INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING`, [
-        jti,
-        expiresAt,
-      ]);
+      await db.query(`INSERT INTO revoked_access_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING`, [jti, expiresAt]);
     },
 
     /** RFC 7009 for a refresh token: the whole family goes, if the token is this client's. */

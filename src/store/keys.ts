@@ -39,7 +39,10 @@ export function createKeyStore(db: Queryable) {
      * Makes a new key pair current and retires the one before, which stays published for
      * `retiredLifetimeSeconds`; one statement, so both commit together.
      */
-    async rotateSigningKey(key: { kid: string; alg: string; privateJwk: unknown; publicJwk: unknown }, retiredLifetimeSeconds: number): Promise<void> {
+    async rotateSigningKey(
+      key: { kid: string; alg: string; privateJwk: unknown; publicJwk: unknown },
+      retiredLifetimeSeconds: number,
+    ): Promise<void> {
       await db.query(
         `WITH retired AS (
            UPDATE signing_keys SET retired_at = now(), expires_at = now() + make_interval(secs => $5)

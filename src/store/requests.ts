@@ -1,5 +1,5 @@
-import type { Db } from '../db/types.js';
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
+import type { Db } from '../db/types.js';
 
 export type RequestStatus = 'pending' | 'authenticated' | 'completed' | 'error';
 
@@ -98,8 +98,16 @@ export function createRequestStore(db: Db) {
         `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10)) RETURNING id, expires_at`,
         [
-          generateId('req'), input.client_id, input.redirect_uri, input.state, input.code_challenge, input.scope,
-          input.browser_hash, input.login_hint, input.nonce, ttlSeconds,
+          generateId('req'),
+          input.client_id,
+          input.redirect_uri,
+          input.state,
+          input.code_challenge,
+          input.scope,
+          input.browser_hash,
+          input.login_hint,
+          input.nonce,
+          ttlSeconds,
         ],
       );
       return rows[0];

@@ -1,11 +1,12 @@
-import { generateSecret, sha256 } from '../../src/crypto/secrets.js';
+import { randomToken, sha256 } from '../../src/crypto/secrets.js';
 import type { Services } from '../../src/services.js';
 import { pkce } from './flow.js';
 import type { TestServer } from './server.js';
 
 /**
- * An authorization code as the sign-in flow leaves it (the auth_codes contract), inserted
- * directly: for cases the browser flow cannot produce on demand (an expired code, any scope).
+ * An authorization code as the sign-in flow leaves it, made through the store's own steps (a request
+ * started, authenticated and completed), for cases the browser flow cannot produce on demand: any
+ * scope or model, or a code that has already expired (its expiry then moved back in SQL).
  */
 export async function insertCode(
   services: Services,
@@ -19,24 +20,30 @@ export async function insertCode(
     expiresInSeconds?: number;
   },
 ) {
-  const code = generateSecret('aa_code');
+  const { requests } = services.store;
   const { verifier, challenge } = pkce();
-  await services.db.query(
-    `INSERT INTO auth_codes (code_hash, request_id, client_id, agent_id, redirect_uri, code_challenge, scope, model, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9::int))`,
-    [
-      sha256(code),
-      `req_fixture_${code.slice(-8)}`,
-      input.clientId,
-      input.agentId,
-      input.redirectUri,
-      challenge,
-      input.scope ?? 'openid email profile',
-      input.model ?? 'test-model-1',
-      input.expiresInSeconds ?? 600,
-    ],
+  const browserHash = sha256(randomToken(32));
+  const started = await requests.create(
+    {
+      client_id: input.clientId,
+      redirect_uri: input.redirectUri,
+      state: 'fixture-state',
+      code_challenge: challenge,
+      scope: input.scope ?? 'openid email profile',
+      browser_hash: browserHash,
+      login_hint: null,
+      nonce: null,
+    },
+    600,
   );
-  return { code, verifier };
+  if (!(await requests.authenticate(started.id, input.agentId, input.model ?? 'test-model-1'))) throw new Error('fixture request not authenticated');
+  const completed = await requests.complete(started.id, browserHash, Math.max(1, input.expiresInSeconds ?? 600));
+  if (!completed) throw new Error('fixture request not completed');
+  const { expiresInSeconds } = input;
+  if (expiresInSeconds !== undefined && expiresInSeconds <= 0) {
+    await services.db.query(`UPDATE auth_codes SET expires_at = now() + make_interval(secs => $2::int) WHERE request_id = $1`, [started.id, expiresInSeconds]);
+  }
+  return { code: completed.code, verifier };
 }
 
 /** A code for `client` at its first redirect URI, as a sign-in leaves it: for `agent`, or a new agent. */
@@ -46,7 +53,12 @@ export async function codeForClient(
   options: { agent?: Awaited<ReturnType<TestServer['createAgent']>>; scope?: string; model?: string; expiresInSeconds?: number } = {},
 ) {
   const { agent = await server.createAgent(), ...rest } = options;
-  const inserted = await insertCode(server.services, { clientId: client.client_id, agentId: agent.agent_id, redirectUri: client.redirect_uris[0], ...rest });
+  const inserted = await insertCode(server.services, {
+    clientId: client.client_id,
+    agentId: agent.agent_id,
+    redirectUri: client.redirect_uris[0],
+    ...rest,
+  });
   return { agent, ...inserted };
 }
 
@@ -56,12 +68,7 @@ export interface Credentials {
 }
 
 /** A form-urlencoded POST, the way RFC 6749 clients send it; `basic` moves the credentials to the header. */
-export function postForm(
-  server: TestServer,
-  url: string,
-  form: Record<string, string | string[] | undefined>,
-  headers: Record<string, string> = {},
-) {
+export function postForm(server: TestServer, url: string, form: Record<string, string | string[] | undefined>, headers: Record<string, string> = {}) {
   const body = new URLSearchParams();
   for (const [key, value] of Object.entries(form)) {
     for (const v of value === undefined ? [] : Array.isArray(value) ? value : [value]) body.append(key, v);

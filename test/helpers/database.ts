@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { readFileSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { wrapPglite } from '../../src/db/pglite.js';
 import { openPostgres } from '../../src/db/postgres.js';

@@ -74,10 +74,56 @@ export const ref = (name: string): fc.Arbitrary<Ref> => fc.constant(new Ref(name
 const mutated = (name: string): fc.Arbitrary<Ref> => fc.constantFrom(...MUTATIONS).map((m) => new Ref(name, m));
 
 const NASTY = [
-  '', ' ', '\u0000', 'a\u0000b', '%00', '\ud800', 'x\udfffy', '\ufffe', '\uFEFF', '\u202e', '\u0085', '\r\n', '\t',
-  '🙂', 'e\u0301', 'ＡＢＣ', 'İ', 'ß', '"', "'", '\\', '<script>alert(1)</script>', "' OR '1'='1' --", '${x}', '{{x}}',
-  'null', 'undefined', 'true', '0', '-1', 'NaN', '1e309', '[]', '{}', '__proto__', 'constructor', 'toString',
-  '../../etc/passwd', '/', '?', '#', '&', '=', '+', '%', '%zz', '%E0%A4%A', 'a'.repeat(43), 'Bearer', 'Basic',
+  '',
+  ' ',
+  '\u0000',
+  'a\u0000b',
+  '%00',
+  '\ud800',
+  'x\udfffy',
+  '\ufffe',
+  '\uFEFF',
+  '\u202e',
+  '\u0085',
+  '\r\n',
+  '\t',
+  '🙂',
+  'e\u0301',
+  'ＡＢＣ',
+  'İ',
+  'ß',
+  '"',
+  "'",
+  '\\',
+  '<script>alert(1)</script>',
+  "' OR '1'='1' --",
+  '${x}',
+  '{{x}}',
+  'null',
+  'undefined',
+  'true',
+  '0',
+  '-1',
+  'NaN',
+  '1e309',
+  '[]',
+  '{}',
+  '__proto__',
+  'constructor',
+  'toString',
+  '../../etc/passwd',
+  '/',
+  '?',
+  '#',
+  '&',
+  '=',
+  '+',
+  '%',
+  '%zz',
+  '%E0%A4%A',
+  'a'.repeat(43),
+  'Bearer',
+  'Basic',
 ];
 
 /** Hostile strings: random text of every unit, control characters, NULs, lone surrogates, huge values. */
@@ -164,7 +210,25 @@ export function pct(value: string): string {
 
 /** Raw query fragments no well-behaved encoder writes. */
 export const rawQueryFragments = fc.array(
-  fc.constantFrom('', '&', '&&', '=', '=x', 'client_id', 'request_id', 'x=%', 'x=%zz', 'x=%E0%A4%A', 'x=%C0%80', 'x=%ED%A0%80', 'x=%00', 'a=b=c', ';', '+', 'x[y]=z'),
+  fc.constantFrom(
+    '',
+    '&',
+    '&&',
+    '=',
+    '=x',
+    'client_id',
+    'request_id',
+    'x=%',
+    'x=%zz',
+    'x=%E0%A4%A',
+    'x=%C0%80',
+    'x=%ED%A0%80',
+    'x=%00',
+    'a=b=c',
+    ';',
+    '+',
+    'x[y]=z',
+  ),
   { maxLength: 3 },
 );
 
@@ -183,7 +247,9 @@ export function urlencoded(params: Record<string, unknown>, raw: string[] = []):
 
 /** A header value an HTTP client can send: UTF-8 bytes as latin1, without CR, LF or NUL. */
 export function headerValue(value: string): string {
-  return Buffer.from(value, 'utf8').toString('latin1').replace(/[\r\n\0]/g, '');
+  return Buffer.from(value, 'utf8')
+    .toString('latin1')
+    .replace(/[\r\n\0]/g, '');
 }
 
 /** Bodies over Fastify's 64 KiB bodyLimit: must be a 413 in the error format. */
@@ -206,9 +272,25 @@ const CONTENT_TYPES = [
 
 // Malformed JSON text, and valid text no encoder writes (duplicate keys, a BOM, prototype keys).
 const MALFORMED_JSON = [
-  '', '{', '}', '{"request_id":', 'nul', '[1,2', '{"a":1,}', "{'a':1}", '{"a":"\\u00"}', '\u0000', '"\\ud800"', 'NaN',
-  '{"__proto__":{"polluted":true}}', '{"constructor":{"prototype":{"polluted":true}}}', '{"a":1}{"b":2}', '1e999999',
-  `${'['.repeat(5000)}${']'.repeat(5000)}`, '\uFEFF{}', '{"request_id":"x","request_id":["y"]}',
+  '',
+  '{',
+  '}',
+  '{"request_id":',
+  'nul',
+  '[1,2',
+  '{"a":1,}',
+  "{'a':1}",
+  '{"a":"\\u00"}',
+  '\u0000',
+  '"\\ud800"',
+  'NaN',
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"polluted":true}}}',
+  '{"a":1}{"b":2}',
+  '1e999999',
+  `${'['.repeat(5000)}${']'.repeat(5000)}`,
+  '\uFEFF{}',
+  '{"request_id":"x","request_id":["y"]}',
 ];
 
 export type Response = LightMyRequestResponse;
@@ -374,7 +456,10 @@ export async function fuzz<T>(options: FuzzOptions<T>): Promise<FuzzReport> {
       if (code) report.codes.set(code, (report.codes.get(code) ?? 0) + 1);
       if (res.statusCode >= 400 || options.readOnly || options.unchanged?.(sent)) {
         const allowed = res.statusCode >= 400 ? (options.mayChange?.(sent) ?? []) : [];
-        expect(changed.filter((t) => !allowed.includes(t)), `rows changed by: ${preview(res)}`).toEqual([]);
+        expect(
+          changed.filter((t) => !allowed.includes(t)),
+          `rows changed by: ${preview(res)}`,
+        ).toEqual([]);
       }
       known = after;
     }),
@@ -408,12 +493,17 @@ export function bodies(fields: fc.Arbitrary<Record<string, unknown>>, usual: 'js
   const form = fc
     .tuple(fields, rawQueryFragments, contentType('application/x-www-form-urlencoded'))
     .map(([value, raw, ct]): Body => ({ kind: 'form', value, raw, contentType: ct }));
-  const text = (t: fc.Arbitrary<string>) => fc.tuple(t, contentType(usual === 'json' ? 'application/json' : 'application/x-www-form-urlencoded'))
-    .map(([body, ct]): Body => ({ kind: 'text', text: body, contentType: ct }));
+  const text = (t: fc.Arbitrary<string>) =>
+    fc
+      .tuple(t, contentType(usual === 'json' ? 'application/json' : 'application/x-www-form-urlencoded'))
+      .map(([body, ct]): Body => ({ kind: 'text', text: body, contentType: ct }));
   return fc.oneof(
     { weight: usual === 'json' ? 14 : 3, arbitrary: json },
     { weight: usual === 'form' ? 14 : 3, arbitrary: form },
-    { weight: 1, arbitrary: wrongType.chain((value) => contentType('application/json').map((ct): Body => ({ kind: 'json', value, contentType: ct }))) },
+    {
+      weight: 1,
+      arbitrary: wrongType.chain((value) => contentType('application/json').map((ct): Body => ({ kind: 'json', value, contentType: ct }))),
+    },
     { weight: 1, arbitrary: text(fc.constantFrom(...MALFORMED_JSON)) },
     { weight: 1, arbitrary: text(fc.string()) },
     { weight: 1, arbitrary: text(fc.constantFrom(HUGE, `{"model":"${HUGE}"}`, `token=${HUGE}`)) },
@@ -434,7 +524,6 @@ export function expectReached(report: FuzzReport, expected: { statuses?: number[
   for (const status of expected.statuses ?? []) expect(report.statuses.has(status), `${status} never came up: ${seen}`).toBe(true);
   for (const code of expected.codes ?? []) expect(report.codes.has(code), `${code} never came up: ${seen}`).toBe(true);
 }
-
 
 /** Fixtures `{a,b,inactive}_client_{id,secret}`, `…_basic` and `…_redirect_uri` for the endpoints that authenticate clients. */
 export async function clientFixtures(server: TestServer): Promise<Fixtures> {
@@ -496,7 +585,10 @@ export function adminAuthorization(token: string): fc.Arbitrary<unknown> {
   return fc.oneof(
     { weight: 12, arbitrary: ref('admin_token') },
     { weight: 1, arbitrary: fc.constant(undefined) },
-    { weight: 2, arbitrary: fc.oneof(fc.constantFrom(`bearer ${token}`, `Bearer  ${token}`, `Basic ${token}`, token), hostile({ like: 'admin_token' })) },
+    {
+      weight: 2,
+      arbitrary: fc.oneof(fc.constantFrom(`bearer ${token}`, `Bearer  ${token}`, `Basic ${token}`, token), hostile({ like: 'admin_token' })),
+    },
   );
 }
 
@@ -553,9 +645,14 @@ export function adminExamples(valid: AdminInput[], options: { id?: boolean; bodi
   const [first] = valid;
   const out = [...valid, { ...first, authorization: undefined }, { ...first, authorization: 'Bearer not-the-admin-token' }];
   if (options.wrongMethod) out.push({ ...first, method: options.wrongMethod, body: undefined });
-  if (options.id) out.push({ ...first, id: 'no-such-id' }, { ...first, rawId: 'a'.repeat(201) }, { ...first, rawId: '%zz' }, { ...first, id: 'nul\u0000' });
+  if (options.id)
+    out.push({ ...first, id: 'no-such-id' }, { ...first, rawId: 'a'.repeat(201) }, { ...first, rawId: '%zz' }, { ...first, id: 'nul\u0000' });
   if (options.bodies) {
-    for (const [text, contentType] of [[HUGE, 'application/json'], ['x', 'text/plain'], ['{', 'application/json']]) {
+    for (const [text, contentType] of [
+      [HUGE, 'application/json'],
+      ['x', 'text/plain'],
+      ['{', 'application/json'],
+    ]) {
       out.push({ ...first, body: { kind: 'text', text, contentType } });
     }
   }

@@ -53,7 +53,7 @@ export async function startServerProcess(env: Record<string, string | undefined>
       const match = /public +listening on (http:\/\/\S+)\n.*admin API +listening on (http:\/\/\S+)\n/.exec(out);
       if (match) resolve([match[1], match[2]]);
     });
-    exit.then((res) => reject(new Error(`server exited early (${res.code}): ${res.stderr}`)));
+    void exit.then((res) => reject(new Error(`server exited early (${res.code}): ${res.stderr}`)));
   });
   return { child, url, adminUrl, exit };
 }

@@ -26,10 +26,12 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       client.pipe(upstream);
       upstream.pipe(client);
     });
-    return new Promise((resolve) => server!.listen(port, '127.0.0.1', () => {
-      port = (server!.address() as net.AddressInfo).port;
-      resolve();
-    }));
+    return new Promise((resolve) =>
+      server!.listen(port, '127.0.0.1', () => {
+        port = (server!.address() as net.AddressInfo).port;
+        resolve();
+      }),
+    );
   }
 
   function dropConnections() {

@@ -1,0 +1,238 @@
+import { createHmac } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/crypto/secrets.js';
+import { exchangeCode } from '../helpers/codes.js';
+import { storeName } from '../helpers/database.js';
+import { signInToCode } from '../helpers/flow.js';
+import { ADMIN_TOKEN, startTestServer, type TestServer } from '../helpers/server.js';
+
+type Injected = Awaited<ReturnType<TestServer['admin']['inject']>>;
+
+const cookieHeader = (res: Injected) =>
+  res.cookies
+    .filter((c) => c.value)
+    .map((c) => `${c.name}=${c.value}`)
+    .join('; ');
+const formToken = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1];
+
+/** The sign-in form, then the post: what a browser does. */
+async function signIn(server: TestServer, token = ADMIN_TOKEN, remoteAddress = '127.0.0.1') {
+  const form = await server.admin.inject({ url: '/console/sign-in', remoteAddress });
+  const res = await server.admin.inject({
+    method: 'POST',
+    url: '/console/sign-in',
+    remoteAddress,
+    headers: { cookie: cookieHeader(form) },
+    payload: { token, _csrf: formToken(form.body)! },
+  });
+  const session = res.cookies.find((c) => c.name === 'agent_auth_console');
+  return { res, session, cookie: session ? `agent_auth_console=${session.value}` : '' };
+}
+
+/** A signed-in operator: GET a page and POST its forms with the page's own token. */
+async function operator(server: TestServer) {
+  const { cookie } = await signIn(server);
+  const token = formToken((await server.admin.inject({ url: '/console', headers: { cookie } })).body)!;
+  return {
+    cookie,
+    token,
+    get: (url: string, extraCookie = '') => server.admin.inject({ url, headers: { cookie: [cookie, extraCookie].filter(Boolean).join('; ') } }),
+    /** csrf null: the form without its token. */
+    post: (url: string, fields: Record<string, string>, csrf: string | null = token) =>
+      server.admin.inject({ method: 'POST', url, headers: { cookie }, payload: csrf === null ? fields : { ...fields, _csrf: csrf } }),
+  };
+}
+
+describe(`the operators' console (${storeName})`, () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server?.close());
+
+  it('exists on the admin listener only', async () => {
+    for (const url of ['/console', '/console/sign-in', '/console/websites']) {
+      expect((await server.app.inject({ url })).statusCode).toBe(404);
+    }
+    const res = await server.admin.inject({ url: '/console' });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/console/sign-in');
+  });
+
+  it('serves pages with a strict CSP, no framing, no referrer and no-store', async () => {
+    const res = await server.admin.inject({ url: '/console/sign-in' });
+    expect(res.statusCode).toBe(200);
+    const csp = String(res.headers['content-security-policy']);
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toMatch(/script-src 'self' 'nonce-[0-9a-f]+';/);
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).toContain("form-action 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(res.headers['x-frame-options']).toBe('DENY');
+    expect(res.headers['referrer-policy']).toBe('no-referrer');
+    expect(res.headers['cache-control']).toBe('no-store');
+    // No inline script at all: only the console's own file.
+    expect(res.body.match(/<script[^>]*>/g)).toEqual([expect.stringContaining('src="/console/assets/pages.js"')]);
+    expect(res.body).toContain('></script>');
+    expect(res.body).not.toMatch(/<script[^>]*>[^<]/);
+  });
+
+  it('signs in with the admin token: an HttpOnly, SameSite=Strict session cookie on /console that is not the token', async () => {
+    const { res, session } = await signIn(server);
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/console');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console', maxAge: 8 * 3600 });
+    expect(session!.value).not.toContain(ADMIN_TOKEN);
+    expect(session!.value).not.toContain(sha256(ADMIN_TOKEN));
+    const home = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${session!.value}` } });
+    expect(home.statusCode).toBe(200);
+    expect(home.body).toContain('<h1>Overview</h1>');
+  });
+
+  it('refuses a wrong token with a message and no session', async () => {
+    const { res, session } = await signIn(server, 'not-the-admin-token-at-all', '10.0.0.1');
+    expect(res.statusCode).toBe(401);
+    expect(res.body).toContain('That is not the admin token.');
+    expect(session).toBeUndefined();
+  });
+
+  it('refuses a sign-in post without the form token of this browser', async () => {
+    const res = await server.admin.inject({ method: 'POST', url: '/console/sign-in', payload: { token: ADMIN_TOKEN, _csrf: 'x' } });
+    expect(res.statusCode).toBe(403);
+    expect(res.cookies.find((c) => c.name === 'agent_auth_console')).toBeUndefined();
+  });
+
+  it('stops guessing after ten failures from one address, without locking out other addresses', async () => {
+    for (let i = 0; i < 10; i++) expect((await signIn(server, `wrong-token-${i}`, '10.0.0.9')).res.statusCode).toBe(401);
+    const blocked = await signIn(server, ADMIN_TOKEN, '10.0.0.9');
+    expect(blocked.res.statusCode).toBe(429);
+    expect(blocked.session).toBeUndefined();
+    expect(blocked.res.headers['retry-after']).toBeDefined();
+    expect((await signIn(server, ADMIN_TOKEN, '10.0.0.10')).res.statusCode).toBe(303);
+  });
+
+  it('refuses a forged, expired or foreign session cookie', async () => {
+    const forge = (key: string, expires: number) => {
+      const body = `${expires}.AAAAAAAAAAAAAAAAAAAAAA`;
+      const derived = createHmac('sha256', key).update('agent-auth console session').digest();
+      return `${body}.${createHmac('sha256', derived).update(body).digest('base64url')}`;
+    };
+    const now = Math.floor(Date.now() / 1000);
+    for (const value of [forge('another-admin-token-0123456789', now + 3600), forge(ADMIN_TOKEN, now - 1), 'garbage', ADMIN_TOKEN]) {
+      const res = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${value}` } });
+      expect(res.statusCode, value).toBe(303);
+      expect(res.headers.location).toBe('/console/sign-in');
+    }
+    // The forger's format is right: with the real token, it is a session.
+    const genuine = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${forge(ADMIN_TOKEN, now + 60)}` } });
+    expect(genuine.statusCode).toBe(200);
+  });
+
+  it('refuses every form post without the session’s form token (CSRF), changing nothing', async () => {
+    const op = await operator(server);
+    const other = await operator(server);
+    const before = (await server.adminCall('GET', '/admin/clients')).json.clients.length;
+    for (const csrf of [null, '', 'forged', other.token]) {
+      const res = await op.post('/console/websites', { name: 'Evil', redirect_uris: 'https://evil.example/cb' }, csrf);
+      expect(res.statusCode, String(csrf)).toBe(403);
+      expect(res.body).toContain('did not come from this console');
+    }
+    expect((await server.adminCall('GET', '/admin/clients')).json.clients.length).toBe(before);
+    const client = await server.createClient();
+    expect((await op.post(`/console/websites/${client.client_id}/revoke-grants`, {}, null)).statusCode).toBe(403);
+    expect((await op.post(`/console/websites/${client.client_id}/active`, { active: 'false' }, 'forged')).statusCode).toBe(403);
+    expect((await server.adminCall('GET', `/admin/clients/${client.client_id}`)).json.active).toBe(true);
+    // Signing out needs the token too, so another site cannot sign the operator out.
+    expect((await op.post('/console/sign-out', {}, null)).statusCode).toBe(403);
+  });
+
+  it('registers a website through the admin API’s schema and shows its secret once', async () => {
+    const op = await operator(server);
+    const res = await op.post('/console/websites', {
+      name: 'Console shop',
+      redirect_uris: 'https://shop.example/cb\r\n\r\nhttp://localhost:8080/cb',
+    });
+    expect(res.statusCode).toBe(303);
+    const clientId = /^\/console\/websites\/(client_[\w-]+)$/.exec(String(res.headers.location))![1];
+    const stored = await server.services.store.clients.getWithSecret(clientId);
+    expect(stored).toMatchObject({ name: 'Console shop', redirect_uris: ['https://shop.example/cb', 'http://localhost:8080/cb'] });
+
+    const flash = cookieHeader(res)
+      .split('; ')
+      .find((c) => c.startsWith('agent_auth_console_flash='))!;
+    expect(flash).toBeDefined();
+    expect(flash).not.toContain('aa_cs_');
+    const shown = await op.get(res.headers.location as string, flash);
+    const secret = /<code id="new-secret">([^<]+)<\/code>/.exec(shown.body)![1];
+    expect(sha256(secret)).toBe(stored!.secret_hash);
+    // The page that showed it cleared it: the next visit has nothing to show.
+    expect(shown.cookies.find((c) => c.name === 'agent_auth_console_flash')?.value).toBe('');
+    expect((await op.get(res.headers.location as string)).body).not.toContain(secret);
+  });
+
+  it('sends a form the schema refuses back with the reason, creating nothing', async () => {
+    const op = await operator(server);
+    const before = (await server.adminCall('GET', '/admin/clients')).json.clients.length;
+    const res = await op.post('/console/websites', { name: 'Plain', redirect_uris: 'http://plain.example/cb' });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/console/websites');
+    const page = await op.get('/console/websites', cookieHeader(res));
+    expect(page.body).toMatch(/class="problem" role="alert">redirect uris #1: [^<]*https/);
+    expect((await server.adminCall('GET', '/admin/clients')).json.clients.length).toBe(before);
+  });
+
+  it('acts through the admin API’s functions: deactivate, rotate, kill switch, per-grant revoke, user revoke', async () => {
+    const op = await operator(server);
+    const { client, agent, code, verifier } = await signInToCode(server);
+    expect((await exchangeCode(server, client, code, verifier)).statusCode).toBe(200);
+    const [grant] = (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/grants`)).json.grants;
+
+    // The website lists the agent signed in now, with its model; the home page its last sign-in.
+    expect((await op.get(`/console/websites/${client.client_id}`)).body).toContain('test-model-1');
+    expect((await op.get(`/console?q=${agent.agent_id}`)).body).toMatch(new RegExp(`${agent.agent_id}[\\s\\S]*?<time datetime=`));
+
+    const revoke = await op.post(`/console/grants/${grant.grant_id}/revoke`, { back: `/console/agents/${agent.agent_id}` });
+    expect(revoke.headers.location).toBe(`/console/agents/${agent.agent_id}`);
+    const after = (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/grants`)).json.grants[0];
+    expect(after).toMatchObject({ active: false, revoked_reason: 'admin_grant' });
+    expect((await op.get(`/console/agents/${agent.agent_id}`)).body).toMatch(/badge revoked">Revoked/);
+    const audit = await op.get(`/console/audit?agent_id=${agent.agent_id}&event=revoked`);
+    expect(audit.body).toContain(agent.agent_id);
+    expect(audit.body.match(/data-label="Event">revoked\b/g)).toHaveLength(1);
+
+    // A revoke may only return to a console page.
+    expect((await op.post(`/console/grants/${grant.grant_id}/revoke`, { back: 'https://evil.example/' })).headers.location).toBe('/console');
+
+    await op.post(`/console/agents/${agent.agent_id}/active`, { active: 'false' });
+    expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}`)).json.active).toBe(false);
+    const rotated = await op.post(`/console/agents/${agent.agent_id}/secret`, {});
+    expect(rotated.headers.location).toBe(`/console/agents/${agent.agent_id}`);
+    expect((await op.post(`/console/agents/${agent.agent_id}/revoke-grants`, {})).statusCode).toBe(303);
+    expect((await op.post('/console/users/revoke-grants', { email: agent.email })).headers.location).toBe(
+      `/console/users?email=${encodeURIComponent(agent.email)}`,
+    );
+    const user = await op.get(`/console/users?email=${encodeURIComponent(agent.email)}`);
+    expect(user.body).toContain(agent.agent_id);
+    expect(user.body).toContain(client.client_id);
+  });
+
+  it('answers unknown records and pages with a 404 page, and bad audit filters with the reason', async () => {
+    const op = await operator(server);
+    expect((await op.get('/console/websites/client_nope')).statusCode).toBe(404);
+    expect((await op.get('/console/agents/agent_nope')).statusCode).toBe(404);
+    expect((await op.get('/console/nowhere')).statusCode).toBe(404);
+    expect((await op.post('/console/grants/grant_nope/revoke', { back: '/console/agents/x' })).statusCode).toBe(404);
+    const audit = await op.get('/console/audit?from=yesterday');
+    expect(audit.statusCode).toBe(400);
+    expect(audit.body).toContain('role="alert">from:');
+    expect((await op.get('/console/users?email=nobody@example.com')).body).toContain('No user has the email nobody@example.com.');
+  });
+
+  it('signs out: the cookie is cleared', async () => {
+    const op = await operator(server);
+    const res = await op.post('/console/sign-out', {});
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/console/sign-in');
+    expect(res.cookies.find((c) => c.name === 'agent_auth_console')).toMatchObject({ value: '', path: '/console' });
+  });
+});

@@ -1,0 +1,239 @@
+/**
+ * OpenID Connect mode (ID_TOKEN_SIGNING_ALG) with each algorithm, and the default mode beside it:
+ * ID tokens and their claims, discovery, the JWKS, nonce, and key rotation across instances.
+ */
+import { createHash } from 'node:crypto';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { purgeExpired } from '../../src/jobs/purge.js';
+import { openSigningKeys } from '../../src/oidc/signing-keys.js';
+import { exchangeCode, refresh } from '../helpers/codes.js';
+import { storeName } from '../helpers/database.js';
+import { agentAuthenticate, completeInBrowser, startAuthorize } from '../helpers/flow.js';
+import { startSecondInstance, startTestServer, ISSUER, type TestServer } from '../helpers/server.js';
+
+/** A browser sign-in with these /authorize parameters, exchanged for tokens. */
+async function signIn(server: TestServer, authorize: Record<string, string> = {}, model = 'oidc-model-1') {
+  const client = await server.createClient();
+  const agent = await server.createAgent();
+  const before = Math.floor(Date.now() / 1000);
+  const started = await startAuthorize(server, client, authorize);
+  expect(started.res.statusCode, started.res.body).toBe(200);
+  const auth = await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model });
+  expect(auth.statusCode).toBe(200);
+  const { code } = await completeInBrowser(server, started.requestId, started.cookie);
+  const res = await exchangeCode(server, client, code!, started.verifier);
+  expect(res.statusCode, res.body).toBe(200);
+  return { client, agent, before, tokens: res.json() };
+}
+
+async function jwks(server: TestServer): Promise<JSONWebKeySet> {
+  const res = await server.app.inject('/.well-known/jwks.json');
+  expect(res.statusCode).toBe(200);
+  return res.json();
+}
+
+describe(`default mode, ID_TOKEN_SIGNING_ALG unset (${storeName})`, () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(() => server.close());
+
+  it('issues no ID token, ignores nonce, publishes no key and says it is no OpenID Provider', async () => {
+    const { tokens } = await signIn(server, { scope: 'openid email', nonce: 'n'.repeat(600) });
+    expect(Object.keys(tokens).sort()).toEqual(['access_token', 'expires_in', 'refresh_token', 'scope', 'token_type']);
+    expect(await jwks(server)).toEqual({ keys: [] });
+
+    const rfc8414 = (await server.app.inject('/.well-known/oauth-authorization-server')).json();
+    expect(rfc8414.scopes_supported).toEqual(['openid', 'email', 'profile']);
+    const discovery = (await server.app.inject('/.well-known/openid-configuration')).json();
+    expect(discovery).toEqual({ ...rfc8414, scopes_supported: ['email', 'profile'] });
+    expect(discovery).not.toHaveProperty('id_token_signing_alg_values_supported');
+  });
+
+  it('refuses any other algorithm at start, naming the variable', () => {
+    for (const alg of ['HS256', 'none', 'rs256']) {
+      expect(() => loadConfig({ ID_TOKEN_SIGNING_ALG: alg, DATA_DIR: 'memory', ADMIN_TOKEN: 'x'.repeat(16) })).toThrow(
+        /^invalid configuration: ID_TOKEN_SIGNING_ALG /,
+      );
+    }
+  });
+
+  it('has no signing keys to rotate', async () => {
+    const res = await server.adminCall('POST', '/admin/keys/rotate');
+    expect(res.statusCode).toBe(409);
+    expect(res.json).toEqual({ error: 'oidc_disabled', error_description: expect.stringContaining('ID_TOKEN_SIGNING_ALG') });
+    expect((await server.adminCall('GET', '/admin/keys')).statusCode).toBe(409);
+  });
+});
+
+// The hash at_hash is built on: SHA-256 for RS256 and ES256, SHA-512 for Ed25519.
+const HASH = { RS256: 'sha256', ES256: 'sha256', EdDSA: 'sha512' } as const;
+const KEY_TYPE = { RS256: 'RSA', ES256: 'EC', EdDSA: 'OKP' } as const;
+
+describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${storeName})`, (alg) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ ID_TOKEN_SIGNING_ALG: alg });
+  });
+  afterAll(() => server.close());
+
+  it('publishes one public key with kid, alg and use, and OpenID Connect Discovery metadata', async () => {
+    const { keys } = await jwks(server);
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatchObject({ kty: KEY_TYPE[alg], alg, use: 'sig', kid: expect.any(String) });
+    // The public half only.
+    expect(keys[0]).not.toHaveProperty('d');
+    expect(keys[0]).not.toHaveProperty('p');
+
+    const discovery = (await server.app.inject('/.well-known/openid-configuration')).json();
+    expect(discovery).toMatchObject({
+      issuer: ISSUER,
+      authorization_endpoint: `${ISSUER}/authorize`,
+      token_endpoint: `${ISSUER}/token`,
+      userinfo_endpoint: `${ISSUER}/userinfo`,
+      jwks_uri: `${ISSUER}/.well-known/jwks.json`,
+      scopes_supported: ['openid', 'email', 'profile'],
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      subject_types_supported: ['public'],
+      id_token_signing_alg_values_supported: [alg],
+      grant_types_supported: ['authorization_code', 'refresh_token'],
+      token_endpoint_auth_methods_supported: ['client_secret_post'],
+      code_challenge_methods_supported: ['S256'],
+      request_uri_parameter_supported: false,
+    });
+    expect(discovery.claims_supported).toEqual(expect.arrayContaining(['sub', 'email', 'email_verified', 'nonce', 'auth_time', 'model']));
+    // The RFC 8414 document stays as it is in the default mode.
+    const rfc8414 = (await server.app.inject('/.well-known/oauth-authorization-server')).json();
+    expect(rfc8414).not.toHaveProperty('subject_types_supported');
+    expect(rfc8414.issuer).toBe(ISSUER);
+  });
+
+  it('answers the code grant with an ID token signed by the published key, carrying every claim', async () => {
+    const { client, agent, before, tokens } = await signIn(server, { scope: 'openid email', nonce: 'nonce-0123456789' }, 'claude-test');
+    const { payload, protectedHeader } = await jwtVerify(tokens.id_token, createLocalJWKSet(await jwks(server)), {
+      issuer: ISSUER,
+      audience: client.client_id,
+      algorithms: [alg],
+    });
+    expect(protectedHeader).toMatchObject({ alg, typ: 'JWT' });
+    const digest = createHash(HASH[alg]).update(tokens.access_token).digest();
+    expect(payload).toEqual({
+      iss: ISSUER,
+      sub: agent.agent_id,
+      aud: client.client_id,
+      azp: client.client_id,
+      iat: expect.any(Number),
+      exp: payload.iat! + 3600,
+      auth_time: expect.any(Number),
+      nonce: 'nonce-0123456789',
+      at_hash: digest.subarray(0, digest.length / 2).toString('base64url'),
+      email: agent.email,
+      email_verified: false,
+      model: 'claude-test',
+    });
+    expect(payload.auth_time).toBeGreaterThanOrEqual(before);
+    expect(payload.auth_time).toBeLessThanOrEqual(payload.iat!);
+
+    // A refresh answers without one (OpenID Connect Core §12.2 allows it); the access token is still HS256.
+    const refreshed = await refresh(server, client, tokens.refresh_token);
+    expect(refreshed.statusCode).toBe(200);
+    expect(refreshed.json()).not.toHaveProperty('id_token');
+    expect(decodeProtectedHeader(refreshed.json().access_token).alg).toBe('HS256');
+  });
+
+  it('leaves nonce out when none was sent, and the email out when the scope does not share it', async () => {
+    const { tokens } = await signIn(server, { scope: 'openid' });
+    const { payload } = await jwtVerify(tokens.id_token, createLocalJWKSet(await jwks(server)));
+    expect(payload).not.toHaveProperty('nonce');
+    // openid alone shares the email at /userinfo, so the ID token carries it too.
+    expect(payload).toHaveProperty('email');
+
+    const withoutOpenid = await signIn(server, { scope: 'email' });
+    expect(withoutOpenid.tokens).not.toHaveProperty('id_token');
+  });
+
+  it('refuses a nonce that is too long or repeated, on the error page', async () => {
+    const client = await server.createClient();
+    const long = await startAuthorize(server, client, { nonce: 'n'.repeat(501) });
+    expect(long.res.statusCode).toBe(400);
+    expect(long.res.body).toMatch(/the nonce parameter is too long/i);
+    const repeated = await server.app.inject(
+      `/authorize?client_id=${client.client_id}&redirect_uri=${encodeURIComponent(client.redirect_uris[0])}&response_type=code` +
+        `&state=s&code_challenge=${'a'.repeat(43)}&code_challenge_method=S256&nonce=a&nonce=b`,
+    );
+    expect(repeated.statusCode).toBe(400);
+    expect(repeated.body).toMatch(/the nonce parameter must not be repeated/i);
+  });
+});
+
+describe(`signing key rotation (${storeName})`, () => {
+  let server: TestServer;
+  let second: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'ES256' });
+    second = await startSecondInstance(server);
+  });
+  afterAll(async () => {
+    await second.close();
+    await server.close();
+  });
+
+  it('makes a new key current on every instance, keeps the old one published until its tokens expire, then drops it', async () => {
+    const [oldKey] = (await jwks(server)).keys;
+    const signedBefore = (await signIn(server, { scope: 'openid' })).tokens.id_token;
+    expect(decodeProtectedHeader(signedBefore).kid).toBe(oldKey.kid);
+
+    const rotated = await server.adminCall('POST', '/admin/keys/rotate');
+    expect(rotated.statusCode).toBe(200);
+    const newKid = rotated.json.current_kid;
+    expect(newKid).not.toBe(oldKey.kid);
+    expect(rotated.json.keys.map((k: { kid: string }) => k.kid)).toEqual([newKid, oldKey.kid]);
+
+    // The other instance publishes both at once, so a token signed before the rotation still verifies there.
+    const published = await jwks(second);
+    expect(published.keys.map((k) => k.kid)).toEqual([newKid, oldKey.kid]);
+    await jwtVerify(signedBefore, createLocalJWKSet(published));
+    const signedAfter = (await signIn(server, { scope: 'openid' })).tokens.id_token;
+    expect(decodeProtectedHeader(signedAfter).kid).toBe(newKid);
+
+    // The old key was kept for the access-token lifetime (plus two minutes' margin) after its retirement.
+    const { rows } = await server.services.db.query<{ kept: number }>(
+      `SELECT extract(epoch FROM expires_at - retired_at)::float8 AS kept FROM signing_keys WHERE kid = $1`,
+      [oldKey.kid],
+    );
+    expect(rows[0].kept).toBe(3600 + 120);
+    // Once that time has passed it is no longer published (as an instance reading the store now
+    // sees it: the JWKS is re-read at most once a second), and the purge deletes it.
+    await server.services.db.query(`UPDATE signing_keys SET expires_at = now() - interval '1 second' WHERE kid = $1`, [oldKey.kid]);
+    const reader = await openSigningKeys(server.services.db, 'ES256', 3600);
+    expect((await reader.published()).map((k) => k.kid)).toEqual([newKid]);
+    const removed = await purgeExpired(server.services.db, { auditRetentionDays: 365 });
+    expect(removed.signing_keys).toBe(1);
+    expect((await server.adminCall('GET', '/admin/keys')).json).toMatchObject({ alg: 'ES256', current_kid: newKid });
+  });
+});
+
+describe(`signing keys kept in the store (${storeName})`, () => {
+  let server: TestServer;
+  afterAll(() => server.close());
+
+  it('an instance starting over the same store signs with the same key; another algorithm makes a new key and keeps the old one published', async () => {
+    server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256' });
+    const [first] = (await jwks(server)).keys;
+    // As a restart would: the key is read back, not made again.
+    const again = await openSigningKeys(server.services.db, 'RS256', 3600);
+    expect((await again.current()).kid).toBe(first.kid);
+
+    const switched = await openSigningKeys(server.services.db, 'EdDSA', 3600);
+    const current = await switched.current();
+    expect(current).toMatchObject({ alg: 'EdDSA' });
+    expect((await switched.published()).map((k) => [k.kid, k.alg])).toEqual([
+      [current.kid, 'EdDSA'],
+      [first.kid, 'RS256'],
+    ]);
+  });
+});
