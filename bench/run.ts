@@ -14,21 +14,12 @@ import type { Db } from '../src/db/types.js';
 import { pgliteStore, postgresStore, seedLargeStore, type BenchStore, type StoreKind } from './lib/database.js';
 import { FORM } from './lib/http.js';
 import { hammer, inParallel, loop, refreshChain, type LoadOptions, type Measurement } from './lib/load.js';
-import {
-  codeExchangeBody,
-  fullSignIn,
-  introspectBody,
-  ourEnv,
-  refreshBody,
-  registerOurs,
-  signInToCode,
-  type OurClient,
-} from './lib/ours.js';
+import { codeExchangeBody, fullSignIn, introspectBody, ourEnv, refreshBody, registerOurs, signInToCode, type OurClient } from './lib/ours.js';
 import { cpuMs, startProcess, type ServerProcess } from './lib/processes.js';
 import { checkTargets, toMarkdown, writeReport, type StoreReport } from './lib/report.js';
 import { ourRoundTrips, peerRoundTrips } from './lib/round-trips.js';
-import { summarise } from './profile-summary.js';
 import { peerIntrospectBody, peerRefreshBody, peerSignIn } from './peers/oidc-provider/driver.js';
+import { summarise } from './profile-summary.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
@@ -82,7 +73,13 @@ function serverArgs(): string[] {
 }
 
 function tsxProcess(name: string, file: string, env: Record<string, string>, port: number) {
-  return startProcess(name, process.execPath, ['--import', 'tsx', `${root}${file}`], { PEER_PORT: String(port), ...env }, `http://127.0.0.1:${port}/`);
+  return startProcess(
+    name,
+    process.execPath,
+    ['--import', 'tsx', `${root}${file}`],
+    { PEER_PORT: String(port), ...env },
+    `http://127.0.0.1:${port}/`,
+  );
 }
 
 /** Runs one measurement and adds the CPU time the server and the database spent per request. */
@@ -145,7 +142,14 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
     const operations: [string, () => Promise<Measurement>][] = [
       ['userinfo', () => hammer({ url: `${base}/userinfo`, headers: bearer }, load)],
       ['introspect', () => hammer({ url: `${base}/introspect`, method: 'POST', headers: FORM, body: introspectBody(client, access) }, load)],
-      ['token (refresh_token)', () => hammer(refreshChain(`${base}/token`, chains, (t) => refreshBody(client, t)), load)],
+      [
+        'token (refresh_token)',
+        () =>
+          hammer(
+            refreshChain(`${base}/token`, chains, (t) => refreshBody(client, t)),
+            load,
+          ),
+      ],
       [
         'token (authorization_code)',
         () =>
@@ -258,11 +262,15 @@ async function benchPeer(store: BenchStore, report: Partial<StoreReport>, inMemo
     const chains = await inParallel(load.connections, load.connections, async (i) => (await peerSignIn(base, `bench-account-${i}`)).refresh_token);
     server.resetRss();
     const peer: Record<string, Measurement> = {};
-    peer.userinfo = await measured('userinfo', server, store, () => hammer({ url: `${base}/me`, headers: { authorization: `Bearer ${access}` } }, load));
+    peer.userinfo = await measured('userinfo', server, store, () =>
+      hammer({ url: `${base}/me`, headers: { authorization: `Bearer ${access}` } }, load),
+    );
     peer.introspect = await measured('introspect', server, store, () =>
       hammer({ url: `${base}/token/introspection`, method: 'POST', headers: FORM, body: peerIntrospectBody(access) }, load),
     );
-    peer['token (refresh_token)'] = await measured('token (refresh_token)', server, store, () => hammer(refreshChain(`${base}/token`, chains, peerRefreshBody), load));
+    peer['token (refresh_token)'] = await measured('token (refresh_token)', server, store, () =>
+      hammer(refreshChain(`${base}/token`, chains, peerRefreshBody), load),
+    );
     report[inMemory ? 'peerInMemory' : 'peer'] = peer;
     report.rssMb![name] = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
   } finally {
@@ -340,7 +348,9 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
 
 function build() {
   if (args['no-build']) return;
-  const result = spawnSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${serverDir}tsconfig.build.json`], { stdio: 'inherit' });
+  const result = spawnSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${serverDir}tsconfig.build.json`], {
+    stdio: 'inherit',
+  });
   if (result.status !== 0) {
     if (!existsSync(`${serverDir}dist/main.js`)) throw new Error('build failed and there is no dist/main.js');
     log('warning: the build reported errors; benchmarking the dist/ it emitted');

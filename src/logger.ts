@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
-import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
+import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino';
 
 /**
  * Request logs carry the path only: query strings can hold state values and request ids, and
@@ -40,8 +40,6 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
-
 /**
  * A request's logger: the same lines as the child Fastify would make (its `reqId` binding, the
  * root's redaction and serializers), but the child is only made by the first line at an enabled
@@ -59,9 +57,10 @@ class RequestLogger {
   logger(): Logger {
     return (this.made ??= this.parent.child(this.bindings, this.options));
   }
-  /** Whether a line at `level` is written; until the child exists, the root's level decides. */
-  writes(level: string): boolean {
-    return this.made ? this.made.isLevelEnabled(level) : this.parent.isLevelEnabled(level);
+  /** Writes the line if its level is enabled; until the child exists, the root's level decides. */
+  private write(level: Level, line: unknown[]): void {
+    const enabled = this.made ? this.made.isLevelEnabled(level) : this.parent.isLevelEnabled(level);
+    if (enabled) (this.logger()[level] as (...args: unknown[]) => void)(...line);
   }
   get level(): string {
     return this.made?.level ?? this.parent.level;
@@ -73,12 +72,24 @@ class RequestLogger {
     return this.logger().child(bindings, options);
   }
   silent(): void {}
-}
-interface RequestLogger extends Record<(typeof LEVELS)[number], (...args: unknown[]) => void> {}
-for (const level of LEVELS) {
-  RequestLogger.prototype[level] = function (this: RequestLogger, ...args: unknown[]) {
-    if (this.writes(level)) (this.logger()[level] as (...line: unknown[]) => void)(...args);
-  };
+  fatal(...line: unknown[]) {
+    this.write('fatal', line);
+  }
+  error(...line: unknown[]) {
+    this.write('error', line);
+  }
+  warn(...line: unknown[]) {
+    this.write('warn', line);
+  }
+  info(...line: unknown[]) {
+    this.write('info', line);
+  }
+  debug(...line: unknown[]) {
+    this.write('debug', line);
+  }
+  trace(...line: unknown[]) {
+    this.write('trace', line);
+  }
 }
 
 /**

@@ -12,7 +12,9 @@ const TICK_MS = 10;
 export function cpuMs(pid: number): number {
   try {
     // Fields after the parenthesised command name: state is 3rd, utime 14th, stime 15th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ');
     return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
   } catch {
     return 0;

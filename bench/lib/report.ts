@@ -58,7 +58,11 @@ export function checkTargets(r: Omit<StoreReport, 'targets'>): StoreReport['targ
     if (!r.peerInMemory?.[op]) return;
     const x = r.ours[op].rate / r.peerInMemory[op].rate;
     const cpu = ratio(totalCpu(r.peerInMemory[op]), totalCpu(r.ours[op]));
-    targets.push({ target: `${op} ≥ ${min}x node-oidc-provider in memory`, value: `${x.toFixed(2)}x req/s (${cpu} less CPU per request)`, met: x >= min });
+    targets.push({
+      target: `${op} ≥ ${min}x node-oidc-provider in memory`,
+      value: `${x.toFixed(2)}x req/s (${cpu} less CPU per request)`,
+      met: x >= min,
+    });
   };
   vsPeerInMemory('userinfo', 2);
   vsPeerInMemory('introspect', 2);

@@ -1,24 +1,14 @@
-import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Db, Queryable } from '../../src/db/types.js';
 import { openServices } from '../../src/services.js';
-import { FORM } from './http.js';
-import {
-  authenticate,
-  authorizePage,
-  complete,
-  exchangeCode,
-  introspectBody,
-  ourEnv,
-  refreshBody,
-  REDIRECT_URI,
-  userinfo,
-} from './ours.js';
 import { PEER_SCHEMA } from '../peers/oidc-provider/adapter.js';
 import { peerIntrospectBody, peerRefreshBody, peerSignIn } from '../peers/oidc-provider/driver.js';
 import { createPeerProvider } from '../peers/oidc-provider/provider.js';
+import { FORM } from './http.js';
+import { authenticate, authorizePage, complete, exchangeCode, introspectBody, ourEnv, refreshBody, REDIRECT_URI, userinfo } from './ours.js';
 
 /**
  * Counts statements sent to the database. A transaction adds its BEGIN and COMMIT: each is a

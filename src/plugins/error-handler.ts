@@ -25,7 +25,14 @@ declare module 'fastify' {
 // During an outage every request fails the same way: a few lines say so, not one per request.
 const warnStoreUnavailable = throttledWarning();
 
-const TYPE_WORDS: Record<string, string> = { string: 'text', number: 'a number', int: 'a whole number', array: 'a list', object: 'an object', boolean: 'true or false' };
+const TYPE_WORDS: Record<string, string> = {
+  string: 'text',
+  number: 'a number',
+  int: 'a whole number',
+  array: 'a list',
+  object: 'an object',
+  boolean: 'true or false',
+};
 
 interface ValidationIssue {
   keyword?: string;

@@ -41,7 +41,10 @@ export async function insertCode(
   if (!completed) throw new Error('fixture request not completed');
   const { expiresInSeconds } = input;
   if (expiresInSeconds !== undefined && expiresInSeconds <= 0) {
-    await services.db.query(`UPDATE auth_codes SET expires_at = now() + make_interval(secs => $2::int) WHERE request_id = $1`, [started.id, expiresInSeconds]);
+    await services.db.query(`UPDATE auth_codes SET expires_at = now() + make_interval(secs => $2::int) WHERE request_id = $1`, [
+      started.id,
+      expiresInSeconds,
+    ]);
   }
   return { code: completed.code, verifier };
 }
