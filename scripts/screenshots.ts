@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../examples/agent/agent.js';
 import { loadConfig } from '../src/config.js';
-import { startServer, type RunningServer } from '../src/server.js';
+import { type RunningServer, startServer } from '../src/server.js';
 
 const OUT = fileURLToPath(new URL('../docs/screenshots/', import.meta.url));
 const ADMIN_TOKEN = `screenshots-${randomBytes(16).toString('hex')}`;

@@ -4,7 +4,7 @@ import adminAuditRoutes from './admin/audit.js';
 import adminClientRoutes from './admin/clients.js';
 import adminGrantRoutes from './admin/grants.js';
 import adminKeyRoutes from './admin/keys.js';
-import { createFastify, type AppOptions } from './app.js';
+import { type AppOptions, createFastify } from './app.js';
 import consolePlugin from './console/index.js';
 import { safeEqual, sha256 } from './crypto/secrets.js';
 import { Unauthorized } from './errors.js';

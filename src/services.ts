@@ -1,11 +1,11 @@
 import { GrantCache } from './cache/grant-cache.js';
 import type { Config } from './config.js';
-import { keyringFrom, type Keyring } from './crypto/keys.js';
+import { type Keyring, keyringFrom } from './crypto/keys.js';
 import { randomToken } from './crypto/secrets.js';
 import { openDb } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import type { Db } from './db/types.js';
-import { watchRequestChanges, type RequestChanges } from './events/request-changes.js';
+import { type RequestChanges, watchRequestChanges } from './events/request-changes.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
 import { createStore, type Store } from './store/index.js';

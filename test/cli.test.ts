@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { startServer, type RunningServer } from '../src/server.js';
+import { type RunningServer, startServer } from '../src/server.js';
 import { insertCode } from './helpers/codes.js';
 import { createTestDatabase, storeName } from './helpers/database.js';
 import { finished, spawnSource } from './helpers/process.js';

@@ -1,8 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, usingPostgres, type TestDatabase } from './helpers/database.js';
+import { createTestDatabase, type TestDatabase, usingPostgres } from './helpers/database.js';
 import { within } from './helpers/poll.js';
-import { startServerProcess, type ServerProcess } from './helpers/process.js';
+import { type ServerProcess, startServerProcess } from './helpers/process.js';
 import { ADMIN_TOKEN } from './helpers/server.js';
 
 const ISSUER = 'https://auth.example';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { startServer, type RunningServer } from '../src/server.js';
+import { type RunningServer, startServer } from '../src/server.js';
 import { createTestDatabase, storeName, type TestDatabase } from './helpers/database.js';
 
 /** The shell block of the README's "Sign in by hand" section, exactly as a newcomer would paste it. */

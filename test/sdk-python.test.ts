@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFetchWebsite } from '../examples/fetch-website/server.js';
 import { storeName } from './helpers/database.js';
 import { startAuthorize } from './helpers/flow.js';
-import { freePort, startListeningServer, type ListeningServer } from './helpers/listening.js';
+import { freePort, type ListeningServer, startListeningServer } from './helpers/listening.js';
 import { finished, repoRoot } from './helpers/process.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from './helpers/server.js';
 

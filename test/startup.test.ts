@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
-import { startServer, type RunningServer } from '../src/server.js';
-import { createTestDatabase, storeName, usingPostgres, type TestDatabase } from './helpers/database.js';
+import { type RunningServer, startServer } from '../src/server.js';
+import { createTestDatabase, storeName, type TestDatabase, usingPostgres } from './helpers/database.js';
 import { finished, spawnSource, startServerProcess } from './helpers/process.js';
 
 const ADMIN_TOKEN = 'startup-test-admin-token-0123456789';

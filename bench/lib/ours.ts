@@ -1,4 +1,4 @@
-import { CookieJar, expectStatus, form, FORM, pkce } from './http.js';
+import { CookieJar, expectStatus, FORM, form, pkce } from './http.js';
 
 export interface OurClient {
   client_id: string;

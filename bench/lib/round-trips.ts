@@ -8,7 +8,7 @@ import { PEER_SCHEMA } from '../peers/oidc-provider/adapter.js';
 import { peerIntrospectBody, peerRefreshBody, peerSignIn } from '../peers/oidc-provider/driver.js';
 import { createPeerProvider } from '../peers/oidc-provider/provider.js';
 import { FORM } from './http.js';
-import { authenticate, authorizePage, complete, exchangeCode, introspectBody, ourEnv, refreshBody, REDIRECT_URI, userinfo } from './ours.js';
+import { authenticate, authorizePage, complete, exchangeCode, introspectBody, ourEnv, REDIRECT_URI, refreshBody, userinfo } from './ours.js';
 
 /**
  * Counts statements sent to the database. A transaction adds its BEGIN and COMMIT: each is a

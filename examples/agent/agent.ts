@@ -3,8 +3,8 @@
  * system's browser, never a downloaded one), clicks the website's button, and lets the SDK read the
  * request id off agent-auth's page, authenticate on the back channel and wait for the sign-in.
  */
-import { chromium } from 'playwright-core';
 import { AgentAuthClient } from 'agent-auth/agent';
+import { chromium } from 'playwright-core';
 
 export interface AgentOptions {
   websiteUrl: string;

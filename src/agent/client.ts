@@ -1,14 +1,14 @@
 import { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import {
   AgentAuthError,
+  errorFromBody,
   PossibleHijackError,
   RateLimitedError,
   RequestAlreadyAuthenticatedError,
   TimeoutError,
   WrongWebsiteError,
-  errorFromBody,
 } from './errors.js';
-import { readRequestId, type PageLike } from './page.js';
+import { type PageLike, readRequestId } from './page.js';
 import { sleep } from './sleep.js';
 
 export { MAX_WAIT_SECONDS };

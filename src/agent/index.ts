@@ -4,12 +4,12 @@
  */
 export {
   AgentAuthClient,
-  parseRetryAfter,
+  type AgentAuthClientOptions,
   type Authenticated,
   type AuthenticateOptions,
-  pollDelay,
-  type AgentAuthClientOptions,
   type CallOptions,
+  parseRetryAfter,
+  pollDelay,
   type PollOptions,
   type RequestStatus,
   type SignInOptions,
@@ -28,4 +28,4 @@ export {
   TimeoutError,
   WrongWebsiteError,
 } from './errors.js';
-export { findRequestId, readRequestId, type PageLike, type ReadRequestIdOptions } from './page.js';
+export { findRequestId, type PageLike, readRequestId, type ReadRequestIdOptions } from './page.js';

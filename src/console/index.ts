@@ -10,7 +10,7 @@ import agentPages from './agents.js';
 import auditPages from './audit.js';
 import homePage from './home.js';
 import { FormProblem, renderConsole } from './render.js';
-import { consoleKeys, type ConsoleKeys } from './session.js';
+import { type ConsoleKeys, consoleKeys } from './session.js';
 import signInPages from './sign-in.js';
 import userPages from './users.js';
 import websitePages from './websites.js';

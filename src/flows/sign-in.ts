@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { logAudit, type AuthenticationFailure } from '../audit.js';
+import { type AuthenticationFailure, logAudit } from '../audit.js';
 import { safeEqual, sha256, verifySecret } from '../crypto/secrets.js';
 import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, WrongWebsite } from '../errors.js';
 import type { RequestWatch } from '../events/request-changes.js';
@@ -9,7 +9,7 @@ import { idText } from '../protocol/text.js';
 import type { Services } from '../services.js';
 import type { AuthenticatedRequest, EndedRequest, NewRequest, RequestDetails, RequestState } from '../store/requests.js';
 import { browserSecret, clearBindingCookie, newBrowserBinding, setBindingCookie } from './browser-binding.js';
-import { endedError, statusAnswer, type StatusAnswer } from './sign-in-state.js';
+import { endedError, type StatusAnswer, statusAnswer } from './sign-in-state.js';
 import { noteExpiry, recordStep, type StepRecorders } from './steps.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { logAudit, type AuditFields } from '../audit.js';
+import { type AuditFields, logAudit } from '../audit.js';
 import type { Metrics } from '../metrics.js';
 import type { RequestState } from '../store/requests.js';
 

@@ -4,7 +4,7 @@ import { InvalidGrant, InvalidRequest } from '../errors.js';
 import { authenticateClient } from '../oauth/client-auth.js';
 import { newRefreshToken } from '../oauth/refresh-token-format.js';
 import { signIdToken } from '../oidc/id-token.js';
-import { tokenResponse, type GrantHandler } from './token-response.js';
+import { type GrantHandler, tokenResponse } from './token-response.js';
 
 // RFC 7636 §4.1: 43 to 128 characters of the unreserved set.
 const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;

@@ -5,7 +5,7 @@ import { authenticateClient } from '../oauth/client-auth.js';
 import { newRefreshToken } from '../oauth/refresh-token-format.js';
 import { parseScope } from '../oauth/scopes.js';
 import type { GrantSubject } from '../store/grants.js';
-import { tokenResponse, type GrantHandler } from './token-response.js';
+import { type GrantHandler, tokenResponse } from './token-response.js';
 
 /** The scope a refresh asks for: undefined when none, null when it names unknown values. */
 function requestedScope(scope: string | undefined): string[] | undefined | null {

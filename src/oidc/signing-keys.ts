@@ -1,4 +1,4 @@
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import { calculateJwkThumbprint, type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import type { Queryable } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
 import { createKeyStore } from '../store/keys.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { InvalidClient } from '../errors.js';
-import { authenticateClient, claimedClientId, type AuthenticatedClient } from '../oauth/client-auth.js';
+import { authenticateClient, type AuthenticatedClient, claimedClientId } from '../oauth/client-auth.js';
 import { byAddress, failureCounter } from './rate-limit.js';
 
 /**

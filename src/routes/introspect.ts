@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
-import { authenticateClient, presentedCredentials, presentedTokenBody, type PresentedCredentials as Credentials } from '../oauth/client-auth.js';
+import { authenticateClient, type PresentedCredentials as Credentials, presentedCredentials, presentedTokenBody } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
 import { CLIENT_AUTH, FORM_OR_JSON, serializeAsBuilt, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
 import { authorizationCodeGrant } from '../grant-types/authorization-code.js';
 import { refreshTokenGrant } from '../grant-types/refresh-token.js';
-import { tokenResponseSchema, type GrantHandler } from '../grant-types/token-response.js';
+import { type GrantHandler, tokenResponseSchema } from '../grant-types/token-response.js';
 import { authenticateClient, clientCredentials, param, presentedCredentials } from '../oauth/client-auth.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';

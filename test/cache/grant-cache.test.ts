@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GrantCache, type LiveGrant } from '../../src/cache/grant-cache.js';
 import { createMetrics } from '../../src/metrics.js';
 import { grantIdOf } from '../../src/oauth/access-token.js';
-import { issueTokens, introspect, refresh, revoke, userinfo, type Credentials } from '../helpers/codes.js';
+import { type Credentials, introspect, issueTokens, refresh, revoke, userinfo } from '../helpers/codes.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
 import { within } from '../helpers/poll.js';
 import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';

@@ -6,7 +6,7 @@ import { launchChromium } from '../../examples/agent/agent.js';
 import { describeInChromium, hasChromium } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
 import { pkce } from '../helpers/flow.js';
-import { freePort, startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { freePort, type ListeningServer, startListeningServer } from '../helpers/listening.js';
 
 const describe = describeInChromium('sign-ins in a real browser');
 let browser: Browser;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentAuthClient, PossibleHijackError, WrongWebsiteError, type PageLike } from '../../src/agent/index.js';
+import { AgentAuthClient, type PageLike, PossibleHijackError, WrongWebsiteError } from '../../src/agent/index.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, authenticatedAnswer, authorizeUrl, checkStatus, completeInBrowser, pkce, startAuthorize } from '../helpers/flow.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

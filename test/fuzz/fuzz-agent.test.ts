@@ -4,9 +4,11 @@ import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, checkStatus, completeInBrowser, setRequestExpiry, startAuthorize } from '../helpers/flow.js';
 import {
   bodies,
+  type Body,
   encodeBody,
   expectJsonError,
   expectReached,
+  type Fixtures,
   fuzz,
   FUZZ_TIMEOUT,
   hostile,
@@ -16,8 +18,6 @@ import {
   ref,
   snapshot,
   urlencoded,
-  type Body,
-  type Fixtures,
 } from '../helpers/fuzz.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

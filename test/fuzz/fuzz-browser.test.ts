@@ -6,24 +6,24 @@ import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, checkStatus, pkce, setRequestExpiry, startAuthorize } from '../helpers/flow.js';
 import {
   bodies,
+  type Body,
   encodeBody,
   expectHtmlError,
   expectReached,
+  type Fixtures,
   fuzz,
   FUZZ_TIMEOUT,
   headerValue,
-  HUGE,
   hostile,
+  HUGE,
   mostlyValid,
   nastyString,
   otherMethods,
   rawQueryFragments,
   Ref,
   ref,
-  urlencoded,
-  type Body,
-  type Fixtures,
   type Response,
+  urlencoded,
 } from '../helpers/fuzz.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

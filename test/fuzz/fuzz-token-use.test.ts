@@ -7,6 +7,7 @@ import {
   authorization,
   authorizationHeader,
   bodies,
+  type Body,
   clientFields,
   clientFixtures,
   clientPersona,
@@ -14,6 +15,7 @@ import {
   encodeBody,
   expectJsonError,
   expectReached,
+  type Fixtures,
   fuzz,
   FUZZ_TIMEOUT,
   hostile,
@@ -22,8 +24,6 @@ import {
   otherMethods,
   ref,
   wrongType,
-  type Body,
-  type Fixtures,
 } from '../helpers/fuzz.js';
 import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -7,6 +7,7 @@ import {
   authorization,
   authorizationHeader,
   bodies,
+  type Body,
   clientFields,
   clientFixtures,
   clientPersona,
@@ -14,15 +15,14 @@ import {
   errorCode,
   expectJsonError,
   expectReached,
+  type FieldSpec,
+  type Fixtures,
   fuzz,
   FUZZ_TIMEOUT,
   hostile,
   mostlyValid,
   otherMethods,
   ref,
-  type Body,
-  type FieldSpec,
-  type Fixtures,
 } from '../helpers/fuzz.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 

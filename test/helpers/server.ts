@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildAdminApp } from '../../src/admin-app.js';
 import { buildApp } from '../../src/app.js';
-import { loadConfig, type Env } from '../../src/config.js';
+import { type Env, loadConfig } from '../../src/config.js';
 import { openPostgres } from '../../src/db/postgres.js';
 import { openServices, type Services } from '../../src/services.js';
 import { createTestDatabase } from './database.js';

@@ -8,14 +8,14 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as client from 'openid-client';
-import { Issuer, Strategy, generators, type TokenSet, type UserinfoResponse } from 'openid-client-5';
+import { generators, Issuer, Strategy, type TokenSet, type UserinfoResponse } from 'openid-client-5';
 import passport from 'passport';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAuthjsSite } from '../../examples/authjs/site.js';
 import { startBetterAuthSite } from '../../examples/better-auth/site.js';
 import type { SiteOptions } from '../../examples/shared/site.js';
 import { storeName } from '../helpers/database.js';
-import { freePort, startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { freePort, type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { browserAndAgent, CookieJar } from '../helpers/sign-in.js';
 
 type Agent = Awaited<ReturnType<ListeningServer['createAgent']>>;

@@ -11,9 +11,9 @@ import {
   auth,
   discoverAuthorizationServerMetadata,
   exchangeAuthorization,
+  type OAuthClientProvider,
   refreshAuthorization,
   startAuthorization,
-  type OAuthClientProvider,
 } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 // Access tokens are read without verifying: the signing secret is the server's, not the client's.
@@ -22,7 +22,7 @@ import * as oauth from 'oauth4webapi';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
-import { startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { browserAndAgent as agentSignIn, CookieJar } from '../helpers/sign-in.js';
 
 type Agent = Awaited<ReturnType<ListeningServer['createAgent']>>;

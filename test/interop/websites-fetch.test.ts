@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFetchWebsite, type RunningFetchWebsite } from '../../examples/fetch-website/server.js';
+import { type RunningFetchWebsite, startFetchWebsite } from '../../examples/fetch-website/server.js';
 import { AgentAuthClient, findRequestId } from '../../src/agent/index.js';
 import { storeName } from '../helpers/database.js';
-import { freePort, startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { freePort, type ListeningServer, startListeningServer } from '../helpers/listening.js';
 
 /** A browser made of fetch: one cookie jar per origin, redirects followed by hand. */
 function browser() {

@@ -3,7 +3,7 @@
  * ID tokens and their claims, discovery, the JWKS, nonce, and key rotation across instances.
  */
 import { createHash } from 'node:crypto';
-import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
+import { createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { purgeExpired } from '../../src/jobs/purge.js';
@@ -11,7 +11,7 @@ import { openSigningKeys } from '../../src/oidc/signing-keys.js';
 import { exchangeCode, refresh } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, completeInBrowser, startAuthorize } from '../helpers/flow.js';
-import { startSecondInstance, startTestServer, ISSUER, type TestServer } from '../helpers/server.js';
+import { ISSUER, startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** A browser sign-in with these /authorize parameters, exchanged for tokens. */
 async function signIn(server: TestServer, authorize: Record<string, string> = {}, model = 'oidc-model-1') {

@@ -9,7 +9,7 @@ import { seriousViolations } from '../helpers/axe.js';
 import { describeInChromium } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, authorizeUrl, pkce, startAuthorize } from '../helpers/flow.js';
-import { startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const HOST = 'shop.example';

@@ -3,7 +3,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
 import { storeName } from '../helpers/database.js';
-import { startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
 
 interface Operation {

@@ -5,7 +5,7 @@ import { addressKey } from '../../src/plugins/rate-limit.js';
 import { codeForClient } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { startAuthorize } from '../helpers/flow.js';
-import { startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 // The rightful owner and the attacker: two source addresses on loopback.

@@ -8,7 +8,7 @@ import { SIGN_IN_BUTTON_CSS } from '../../src/routes/assets.js';
 import { seriousViolations } from '../helpers/axe.js';
 import { describeInChromium } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
-import { startListeningServer, type ListeningServer } from '../helpers/listening.js';
+import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 /** The button snippet exactly as docs/websites.md gives it to website developers. */

@@ -1,6 +1,6 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { basicAuth, introspect, issueTokens, postForm, refresh, revoke, userinfo, type Credentials } from '../helpers/codes.js';
+import { basicAuth, type Credentials, introspect, issueTokens, postForm, refresh, revoke, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -1,7 +1,7 @@
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyringFrom } from '../../src/crypto/keys.js';
-import { basicAuth, codeForClient, exchangeCode, introspect, issueTokens, postForm, refresh, userinfo, type Credentials } from '../helpers/codes.js';
+import { basicAuth, codeForClient, type Credentials, exchangeCode, introspect, issueTokens, postForm, refresh, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { authorizeUrl, bindingCookie, pkce, signInToCode, startAuthorize } from '../helpers/flow.js';
 import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/crypto/secrets.js';
-import { exchangeCode, refresh, issueTokens, userinfo } from '../helpers/codes.js';
+import { exchangeCode, issueTokens, refresh, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, completeInBrowser, signInToCode, startAuthorize } from '../helpers/flow.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -1,4 +1,4 @@
-import { CookieJar, expectStatus, form, FORM, pkce } from '../../lib/http.js';
+import { CookieJar, expectStatus, FORM, form, pkce } from '../../lib/http.js';
 import { PEER_CLIENT } from './provider.js';
 
 export interface PeerTokens {
