@@ -154,7 +154,7 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
     const res = await cli(['clients', 'create', '--name', 'Shop', '--redirect-uri', 'http://shop.example/cb']);
     expect(res.code).toBe(1);
     expect(res.stdout).toBe('');
-    expect(res.stderr.trim()).toBe('error: field "redirect_uris.0": must use https (plain http only on localhost, 127.0.0.1 or [::1])');
+    expect(res.stderr.trim()).toBe('error: the "redirect_uris.0" field must use https (plain http only on localhost, 127.0.0.1 or [::1])');
     expect((await server.services.db.query<{ n: number }>('SELECT count(*)::int AS n FROM clients')).rows[0].n).toBe(before);
   });
 
@@ -271,7 +271,9 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
     expect(user.stdout.match(/model-(one|two)/g)).toHaveLength(2);
 
     const all = await cliJson(['audit', '--agent', agent.agent_id]);
-    expect(all.events.map((e: { event: string }) => e.event)).toEqual(['token_issued', 'token_issued']);
+    // Each sign-in's steps, newest first (the fixture goes through the store's own steps).
+    const signInSteps = ['token_issued', 'completed', 'agent_authenticated'];
+    expect(all.events.map((e: { event: string }) => e.event)).toEqual([...signInSteps, ...signInSteps]);
     const page = await cli(['audit', '--client', shop.client_id, '--event', 'token_issued', '--limit', '1']);
     expect(page.code).toBe(0);
     expect(page.stdout).toMatch(
