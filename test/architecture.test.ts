@@ -95,12 +95,13 @@ describe('the architecture of src/', () => {
   });
 
   it('cites only documents that the repository holds', () => {
-    const cited = /decisions\.md|interface-spec|the spec\b|spec's/;
+    // The names are put together here so that this file does not cite them itself.
+    const outside = [['decisions', 'md'].join('\\.'), ['interface', 'spec'].join('-'), ['the', 'spec\\b'].join(' '), ['spec', "'s"].join('')];
+    const cited = new RegExp(outside.join('|'));
     const docs = readdirSync('docs')
       .filter((f) => f.endsWith('.md'))
       .map((f) => join('docs', f));
-    // This file names the patterns it looks for, so it is the one left out.
-    const tracked = [...files, ...sourceFiles('test').filter((f) => !f.endsWith('architecture.test.ts')), 'README.md', ...docs];
+    const tracked = [...files, ...sourceFiles('test'), 'README.md', ...docs];
     expect(tracked.filter((f) => cited.test(readFileSync(f, 'utf8')))).toEqual([]);
   });
 });
