@@ -1,8 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { AuditEvent } from './store/audit.js';
 
-export { AUDIT_EVENTS, type AuditEvent, type AuthenticationFailure } from './store/audit.js';
-
 /** Ids and names only: never a secret, code or token. */
 export interface AuditFields {
   request_id?: string | null;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AUDIT_EVENTS } from '../audit.js';
+import { AUDIT_EVENTS } from '../store/audit.js';
 import type { Store } from '../store/index.js';
 
 const id = z.string().min(1).max(200);

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { auditPage, auditQuery } from '../admin/audit.js';
-import { AUDIT_EVENTS } from '../audit.js';
+import { AUDIT_EVENTS } from '../store/audit.js';
 import { renderConsole } from './render.js';
 
 // The filter fields of the form, as `agent-auth audit` names them in the query of GET /admin/audit.

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { type AuthenticationFailure, logAudit } from '../audit.js';
+import { logAudit } from '../audit.js';
 import { safeEqual, sha256, verifySecret } from '../crypto/secrets.js';
 import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, WrongWebsite } from '../errors.js';
 import type { RequestWatch } from '../events/request-changes.js';
@@ -7,6 +7,7 @@ import { redirectOrigin, redirectToClient } from '../oauth/redirect.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import { idText } from '../protocol/text.js';
 import type { Services } from '../services.js';
+import type { AuthenticationFailure } from '../store/audit.js';
 import type { AuthenticatedRequest, EndedRequest, NewRequest, RequestDetails, RequestState } from '../store/requests.js';
 import { browserSecret, clearBindingCookie, newBrowserBinding, setBindingCookie } from './browser-binding.js';
 import { endedError, type StatusAnswer, statusAnswer } from './sign-in-state.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUDIT_EVENTS } from '../../src/audit.js';
+import { AUDIT_EVENTS } from '../../src/store/audit.js';
 import { exchangeCode, refresh as refreshToken } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, setRequestExpiry, signInToCode, startAuthorize } from '../helpers/flow.js';
