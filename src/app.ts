@@ -90,7 +90,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(errorHandler);
   await app.register(requestMetrics);
   await app.register(fastifyFormbody);
-  await app.register(fastifyCookie);
   await app.register(htmlPages);
   await app.register(rateLimits);
   // After the security headers (so /docs has them too), before the routes it describes.
@@ -101,9 +100,13 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(userinfoRoutes);
   await app.register(introspectRoutes);
   await app.register(revokeRoutes);
-  await app.register(authorizeRoute);
-  await app.register(authorizeCompleteRoute);
-  await app.register(authorizeDecisionRoute);
+  // The sign-in pages are the only routes with cookies (the browser binding): nothing else parses them.
+  await app.register(async (browser) => {
+    await browser.register(fastifyCookie);
+    await browser.register(authorizeRoute);
+    await browser.register(authorizeCompleteRoute);
+    await browser.register(authorizeDecisionRoute);
+  });
   await app.register(agentAuthenticateRoute);
   await app.register(checkStatusRoute);
   await app.register(assetRoutes);

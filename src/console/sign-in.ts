@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify';
-import { RateLimited } from '../errors.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { renderConsole } from './render.js';
 
@@ -21,14 +20,10 @@ export default async function signInPages(app: FastifyInstance) {
     const body = (request.body ?? {}) as Record<string, unknown>;
     const refuse = (status: number, message: string) =>
       renderConsole(request, reply.code(status), 'sign-in', { title: 'Sign in', signInToken: keys.signInFormToken(request, reply), message });
-    try {
-      await failures.check(request);
-    } catch (err) {
-      if (err instanceof RateLimited) {
-        reply.headers(err.headers);
-        return refuse(429, 'Too many failed sign-ins from your address. Wait a minute and try again.');
-      }
-      throw err;
+    const refused = failures.refusal(request);
+    if (refused) {
+      reply.headers(refused.headers);
+      return refuse(429, 'Too many failed sign-ins from your address. Wait a minute and try again.');
     }
     if (typeof body._csrf !== 'string' || !keys.signInFormTokenMatches(request, body._csrf)) {
       return refuse(403, 'The sign-in form expired. Try again.');

@@ -12,7 +12,7 @@ const RECONNECT_DELAY_MS = 1000;
  * its own notifications at commit, before the statement's answer, whereas the dedicated
  * connection hears them only a moment after.
  */
-export function createPgListener(connectionString: string, pool: pg.Pool) {
+export function createPgListener(connectionString: string) {
   const handlers = new Map<string, Set<(payload: string) => void>>();
   const statusHandlers = new Set<(listening: boolean) => void>();
   const ownWriteChannels = new Set<string>();
@@ -29,14 +29,23 @@ export function createPgListener(connectionString: string, pool: pg.Pool) {
     for (const onStatus of statusHandlers) onStatus(listening);
   };
 
-  // Queued on a pool connection as it is handed out, so ahead of the statement it is handed out for.
-  pool.on('acquire', (poolClient) => {
+  /**
+   * Makes a pool connection LISTEN on the own-writes channels before it runs a statement; undefined
+   * when it already does (the usual case). Awaited rather than queued: pg refuses to queue a second
+   * query on a busy connection in its next major version.
+   */
+  function prepare(poolClient: pg.PoolClient): Promise<void> | undefined {
     const listening = poolClientsListening.get(poolClient);
-    if (listening === ownWriteChannels.size) return;
+    if (listening === ownWriteChannels.size) return undefined;
     if (listening === undefined) poolClient.on('notification', dispatch);
-    for (const channel of ownWriteChannels) poolClient.query(`LISTEN ${quote(channel)}`).catch(() => {});
     poolClientsListening.set(poolClient, ownWriteChannels.size);
-  });
+    const statements = [...ownWriteChannels].map((channel) => `LISTEN ${quote(channel)}`).join('; ');
+    // A connection that fails here fails its statement next, which reports it.
+    return poolClient.query(statements).then(
+      () => {},
+      () => {},
+    );
+  }
 
   function connect(): Promise<pg.Client> {
     connecting ??= (async () => {
@@ -69,6 +78,7 @@ export function createPgListener(connectionString: string, pool: pg.Pool) {
   }
 
   return {
+    prepare,
     async listen(channel: string, onPayload: (payload: string) => void, options: ListenOptions = {}) {
       const set = handlers.get(channel) ?? new Set();
       const first = set.size === 0;

@@ -35,7 +35,30 @@ export function openPostgres(connectionString: string): Db {
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
 
-  const wrap = (client: pg.Pool | pg.PoolClient): Queryable => ({
+  const listener = createPgListener(connectionString);
+  /**
+   * Runs `fn` on a pool connection that listens where pg-listener.ts needs it. As pg's pool.query
+   * does: while the connection is out, losing it fails the statement instead of surfacing as an
+   * uncaught 'error' event, and after any error the connection is dropped rather than reused (its
+   * backend may be gone: terminated, or the server restarted).
+   */
+  async function withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await pool.connect();
+    let failed: Error | undefined;
+    const onError = (err: Error) => void (failed = err);
+    client.on('error', onError);
+    try {
+      await listener.prepare(client);
+      return await fn(client);
+    } catch (err) {
+      failed ??= err as Error;
+      throw err;
+    } finally {
+      client.removeListener('error', onError);
+      client.release(failed);
+    }
+  }
+  const wrap = (client: pg.PoolClient): Queryable => ({
     async query<T>(sql: string, params?: unknown[]) {
       // Statements without parameters (migrations, BEGIN/COMMIT) stay unnamed: some hold several commands.
       const r = await client.query({ text: sql, values: params, name: params ? statementName(sql) : undefined });
@@ -45,27 +68,23 @@ export function openPostgres(connectionString: string): Db {
       await client.query(sql);
     },
   });
-  const root = wrap(pool);
-  const listener = createPgListener(connectionString, pool);
 
   return {
     kind: 'postgres',
-    query: root.query,
-    exec: root.exec,
-    async transaction(fn) {
-      const client = await pool.connect();
-      try {
+    query: (sql, params) => withClient((client) => wrap(client).query(sql, params)),
+    exec: (sql) => withClient((client) => wrap(client).exec(sql)),
+    transaction: (fn) =>
+      withClient(async (client) => {
         await client.query('BEGIN');
-        const result = await fn(wrap(client));
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw err;
-      } finally {
-        client.release();
-      }
-    },
+        try {
+          const result = await fn(wrap(client));
+          await client.query('COMMIT');
+          return result;
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw err;
+        }
+      }),
     listen: (channel, onPayload, options) => listener.listen(channel, onPayload, options),
     async close() {
       await listener.close();

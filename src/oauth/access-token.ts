@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { Keyring } from '../crypto/keys.js';
@@ -28,7 +29,8 @@ const MAX_ACCESS_TOKEN_LENGTH = 4096;
  * against revocation is one lookup by grant id. Grant ids are base64url, which has no dot.
  */
 export function grantIdOf(jti: string): string {
-  return jti.split('.')[0];
+  const dot = jti.indexOf('.');
+  return dot < 0 ? jti : jti.slice(0, dot);
 }
 
 /*
@@ -73,10 +75,38 @@ export function signAccessToken(services: TokenKeys, grant: GrantSubject) {
 }
 
 /**
+ * Tokens whose signature, header and claims passed, by keyring. A keyring never changes while the
+ * process runs and the issuer neither, so a token that passed once passes again until it expires:
+ * the hot paths skip the HMAC and the decoding (docs/operations.md, "Grant cache"). Only tokens
+ * that verified are kept, so a caller without a valid token cannot fill it. Bounded like the grant
+ * cache, by GRANT_CACHE_SIZE (0: off).
+ */
+const verified = new WeakMap<Keyring, LRUCache<string, AccessTokenClaims>>();
+
+function verifiedTokens({ config, keyring }: TokenKeys): LRUCache<string, AccessTokenClaims> | undefined {
+  if (config.grantCacheSize === 0) return undefined;
+  let tokens = verified.get(keyring);
+  if (!tokens) verified.set(keyring, (tokens = new LRUCache({ max: config.grantCacheSize })));
+  return tokens;
+}
+
+/**
  * Checks signature (by kid, so rotated-out keys still verify), alg, typ, iss and exp. Says nothing
- * about revocation: callers look the grant up in the store. Undefined for anything not valid.
+ * about revocation: callers look the grant up in the store. Undefined for anything not valid. The
+ * claims returned may be shared between calls: read them, never change them.
  */
 export function verifyAccessToken(services: TokenKeys, token: string): AccessTokenClaims | undefined {
+  const tokens = verifiedTokens(services);
+  let claims = tokens?.get(token);
+  if (!claims) {
+    claims = checkAccessToken(services, token);
+    if (claims) tokens?.set(token, claims);
+  }
+  return claims && claims.exp > Date.now() / 1000 ? claims : undefined;
+}
+
+/** The whole check but the expiry: signature, header, claims and issuer. */
+function checkAccessToken(services: TokenKeys, token: string): AccessTokenClaims | undefined {
   if (token.length > MAX_ACCESS_TOKEN_LENGTH) return undefined;
   const parts = token.split('.');
   if (parts.length !== 3) return undefined;
@@ -90,7 +120,7 @@ export function verifyAccessToken(services: TokenKeys, token: string): AccessTok
     if (!safeEqual(hs256(key.key, `${parts[0]}.${parts[1]}`), parts[2])) return undefined;
     const claims = claimsSchema.safeParse(decodePart(parts[1]));
     if (!claims.success || claims.data.iss !== services.config.issuer) return undefined;
-    return claims.data.exp > Date.now() / 1000 ? claims.data : undefined;
+    return Object.freeze(claims.data);
   } catch {
     return undefined;
   }

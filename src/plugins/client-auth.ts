@@ -29,14 +29,17 @@ export const clientBudget = fp(async function clientBudget(app: FastifyInstance)
   const countFailure = failureCounter(failuresPerAddress, failuresPerClient, (error) => error instanceof InvalidClient);
 
   // After the route's own onRequest hooks (a 429 gets the API headers), before the body is parsed.
-  app.addHook('preParsing', failuresPerAddress.check);
+  // Callback-style hooks, and none for a budget switched off: a busy website pays for every one.
+  app.addHook('preParsing', (request, _reply, payload, done) => done(failuresPerAddress.refusal(request), payload));
   app.addHook('preHandler', failuresPerClient.check);
-  app.addHook('preHandler', calls.check);
   app.addHook('onError', async (request, reply, error) => {
     if (!request.client) await countFailure(request, reply, error);
   });
-  app.addHook('onSend', async (request) => {
-    if (request.client) await calls.spend(request);
+  if (!calls.enabled) return;
+  app.addHook('preHandler', calls.check);
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    if (!request.client) return done(null, payload);
+    calls.spend(request).then(() => done(null, payload), done);
   });
 });
 

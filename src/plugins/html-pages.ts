@@ -142,6 +142,9 @@ export default fp(async function htmlPages(app: FastifyInstance, options: HtmlPa
     };
     helmet({ ...common, contentSecurityPolicy: { useDefaults: false, directives } })(request.raw, reply.raw, () => done());
   });
+  // No template reads reply.locals; declared here so that @fastify/view does not add a hook filling
+  // them on every request, the API's included.
+  app.decorateReply('locals', null);
   await app.register(fastifyView, {
     engine: { eta: new Eta({ views: viewsDir, cache: true }) },
     root: viewsDir,

@@ -1,6 +1,6 @@
 import { isIPv6 } from 'node:net';
 import fastifyRateLimit from '@fastify/rate-limit';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { RateLimited } from '../errors.js';
 import { throttledWarning } from '../logger.js';
@@ -10,11 +10,16 @@ type Key = (request: FastifyRequest) => string | undefined;
 
 /**
  * A budget of events (failed authentications, authenticated calls) per key and window. Events are
- * counted after they happen; `check` refuses a request whose key has spent its budget, from what
- * this process has learnt while counting, so it costs no round trip to Redis.
+ * counted after they happen; a request whose key has spent its budget is refused, from what this
+ * process has learnt while counting, so checking costs no round trip to Redis (nor a promise).
  */
 export interface Budget {
-  check: RateLimitHook;
+  /** False when switched off (max 0): nothing is counted and nothing refused. */
+  enabled: boolean;
+  /** The refusal for a request whose key has spent its budget, else undefined. */
+  refusal(request: FastifyRequest): RateLimited | undefined;
+  /** `refusal` as an onRequest, preValidation or preHandler hook. */
+  check(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void;
   /** Counts one event against the request's key (in Redis when it is configured, unless per instance). */
   spend(request: FastifyRequest): Promise<void>;
 }
@@ -180,21 +185,30 @@ export default fp(async function rateLimits(app: FastifyInstance) {
   });
 
   const budgets = new Map<string, Budget>();
+  const asHook =
+    (refusal: Budget['refusal']): Budget['check'] =>
+    (request, _reply, done) =>
+      done(refusal(request));
+  const off: Budget = { enabled: false, refusal: () => undefined, check: asHook(() => undefined), spend: async () => {} };
   app.decorate('budget', (name: string, max: number, key: Key, { perInstance = false } = {}): Budget => {
-    if (max === 0) return { check: async () => {}, spend: async () => {} };
+    if (max === 0) return off;
     if (!budgets.has(name)) {
       const count = perInstance ? localCounter(max, key) : counter(name, max, key);
       // Keys that have spent their budget, with when the window ends: expired ones are dropped as met.
       const spent = new Map<string, number>();
+      const refusal = (request: FastifyRequest) => {
+        if (spent.size === 0) return undefined; // the usual case: no key to look for
+        const k = key(request);
+        const until = k === undefined ? undefined : spent.get(k);
+        if (until === undefined) return undefined;
+        if (until > Date.now()) return refuse(name, Math.ceil((until - Date.now()) / 1000));
+        spent.delete(k!);
+        return undefined;
+      };
       budgets.set(name, {
-        async check(request) {
-          if (spent.size === 0) return; // the usual case: no key to look for
-          const k = key(request);
-          const until = k === undefined ? undefined : spent.get(k);
-          if (until === undefined) return;
-          if (until > Date.now()) throw refuse(name, Math.ceil((until - Date.now()) / 1000));
-          spent.delete(k!);
-        },
+        enabled: true,
+        refusal,
+        check: asHook(refusal),
         async spend(request) {
           const k = key(request);
           if (k === undefined) return;
