@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 
 /**
@@ -47,6 +48,11 @@ export const noBody = (description: string) => z.null().optional().describe(desc
  * serialised as it is instead of being validated again on every request.
  */
 export const serializeAsBuilt = () => (data: unknown) => JSON.stringify(data);
+
+/** Sends an answer serialised beforehand (a JSON text with a JSON content type goes out as it is). */
+export function sendJsonText(reply: FastifyReply, text: string): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(text);
+}
 
 /** Endpoints that take form-urlencoded bodies (RFC 6749) take JSON as well. */
 export const FORM_OR_JSON = ['application/x-www-form-urlencoded', 'application/json'];

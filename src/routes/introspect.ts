@@ -3,22 +3,37 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
-import { grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
+import { type AccessTokenClaims, grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
 import { authenticateClient, type PresentedCredentials as Credentials, presentedCredentials, presentedTokenBody } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
-import { CLIENT_AUTH, FORM_OR_JSON, serializeAsBuilt, TOKEN_OPERATION_ERRORS } from '../openapi.js';
+import { CLIENT_AUTH, FORM_OR_JSON, sendJsonText, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 
 type Answer = z.infer<typeof introspectionResponse>;
+/** An answer's JSON text: the handlers below build it from checked values, so it is sent as it is. */
+type AnswerText = string;
+const INACTIVE: AnswerText = JSON.stringify({ active: false } satisfies Answer);
+
+/**
+ * An active access token's answer depends on its claims alone, and every check of the same token
+ * shares one claims object (src/oauth/access-token.ts): it is serialised once per token, not per call.
+ */
+const activeAnswers = new WeakMap<AccessTokenClaims, AnswerText>();
+function activeAnswer(claims: AccessTokenClaims): AnswerText {
+  let text = activeAnswers.get(claims);
+  if (text === undefined)
+    activeAnswers.set(claims, (text = JSON.stringify({ active: true, ...claims, token_type: 'access_token' } satisfies Answer)));
+  return text;
+}
 
 /**
  * Each reads the asking client together with the token (one round trip) and authenticates the
  * client before it looks at what was found.
  */
-async function introspectAccessToken(request: FastifyRequest, credentials: Credentials, token: string): Promise<Answer> {
+async function introspectAccessToken(request: FastifyRequest, credentials: Credentials, token: string): Promise<AnswerText> {
   const { services } = request.server;
   const claims = verifyAccessToken(services, token);
   let found: { agent_id: string } | undefined;
@@ -29,12 +44,12 @@ async function introspectAccessToken(request: FastifyRequest, credentials: Crede
     found = read?.token;
     return read?.client;
   });
-  if (!claims || found?.agent_id !== claims.sub) return { active: false };
-  return { active: true, ...claims, token_type: 'access_token' };
+  if (!claims || found?.agent_id !== claims.sub) return INACTIVE;
+  return activeAnswer(claims);
 }
 
 /** A refresh token has no jti; its iat and exp are when it was issued and when it expires. */
-async function introspectRefreshToken(request: FastifyRequest, credentials: Credentials, token: string): Promise<Answer> {
+async function introspectRefreshToken(request: FastifyRequest, credentials: Credentials, token: string): Promise<AnswerText> {
   const { services } = request.server;
   let read: Awaited<ReturnType<typeof services.store.grants.introspectRefreshToken>>;
   await authenticateClient(request, credentials, async (clientId) => {
@@ -42,9 +57,9 @@ async function introspectRefreshToken(request: FastifyRequest, credentials: Cred
     return read?.client;
   });
   const live = read?.token;
-  if (!live) return { active: false };
-  return {
-    active: true as const,
+  if (!live) return INACTIVE;
+  return JSON.stringify({
+    active: true,
     sub: live.agent_id,
     client_id: live.client_id,
     scope: live.scope,
@@ -54,7 +69,7 @@ async function introspectRefreshToken(request: FastifyRequest, credentials: Cred
     aud: live.client_id,
     token_type: 'refresh_token',
     model: live.model,
-  };
+  } satisfies Answer);
 }
 
 const introspectionResponse = z.object({
@@ -94,13 +109,13 @@ export default async function introspectRoutes(fastify: FastifyInstance) {
   app.addHook('onRequest', noStore);
   await app.register(clientBudget);
 
-  app.post('/introspect', { schema, serializerCompiler: serializeAsBuilt }, async (request) => {
+  app.post('/introspect', { schema }, async (request, reply) => {
     const credentials = presentedCredentials(request);
     const { token } = request.body;
     const introspect = token && isRefreshTokenFormat(token) ? introspectRefreshToken : introspectAccessToken;
     const answer = await introspect(request, credentials, token ?? '');
     // Checked after client authentication, as on the other client endpoints.
     if (!token) throw new InvalidRequest('token is required');
-    return answer;
+    return sendJsonText(reply, answer);
   });
 }

@@ -31,6 +31,9 @@ describe(`POST /introspect and POST /revoke (${storeName})`, () => {
         token_type: 'access_token',
         model: 'test-model-1',
       });
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      // Asked again, the same answer (serialised once per token, src/routes/introspect.ts).
+      expect((await introspect(server, client, access_token)).body).toBe(res.body);
     });
 
     it('describes an active refresh token (no jti; iat and exp of the refresh token itself)', async () => {
@@ -55,7 +58,9 @@ describe(`POST /introspect and POST /revoke (${storeName})`, () => {
     it('reports a spent refresh token as inactive', async () => {
       const { client, refresh_token } = await issueTokens(server);
       expect((await refresh(server, client, refresh_token)).statusCode).toBe(200);
-      expect((await introspect(server, client, refresh_token)).json()).toEqual({ active: false });
+      const inactive = await introspect(server, client, refresh_token);
+      expect(inactive.json()).toEqual({ active: false });
+      expect(inactive.headers['content-type']).toBe('application/json; charset=utf-8');
     });
 
     it('answers {active:false} for unknown tokens and for tokens of another client', async () => {
