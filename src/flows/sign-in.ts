@@ -77,6 +77,8 @@ export async function authenticate(services: Services, request: FastifyRequest, 
   if (expectedOrigin !== undefined) {
     const wanted = redirectOrigin(expectedOrigin);
     const target = await store.requests.get(requestId);
+    // This read may be the one that notices the expiry: log it now, the later reads will not.
+    if (target) noteExpiry(recorders(services, request), target);
     const origin = target && redirectOrigin(target.redirect_uri);
     if (origin && origin !== wanted) {
       throw await refuse('wrong_website', new WrongWebsite(origin, wanted));

@@ -214,6 +214,21 @@ describe(`audit log (${storeName})`, () => {
     expect(auditLines().filter((l) => l.request_id === requestId && l.event === 'expired')).toHaveLength(1);
   });
 
+  it('logs the expiry when an agent naming the website it expects is the first to notice it', async () => {
+    const client = await server.createClient();
+    const { requestId } = await startAuthorize(server, client);
+    await setRequestExpiry(server, requestId, -1);
+    const agent = await server.createAgent();
+    const late = await agentAuthenticate(server, {
+      request_id: requestId,
+      agent_id: agent.agent_id,
+      agent_secret: agent.agent_secret,
+      expected_redirect_origin: new URL(client.redirect_uris[0]).origin,
+    });
+    expect(late.json().error).toBe('request_expired');
+    expect(auditLines().filter((l) => l.request_id === requestId && l.event === 'expired')).toHaveLength(1);
+  });
+
   it('has the purge job record the expiry of requests nobody looked at before deleting them', async () => {
     const client = await server.createClient();
     const { requestId } = await startAuthorize(server, client);
