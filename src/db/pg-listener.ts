@@ -36,7 +36,7 @@ export function createPgListener(connectionString: string) {
    */
   function prepare(poolClient: pg.PoolClient): Promise<void> | undefined {
     const listening = poolClientsListening.get(poolClient);
-    if (listening === ownWriteChannels.size) return undefined;
+    if (listening === ownWriteChannels.size || ownWriteChannels.size === 0) return undefined;
     if (listening === undefined) poolClient.on('notification', dispatch);
     poolClientsListening.set(poolClient, ownWriteChannels.size);
     const statements = [...ownWriteChannels].map((channel) => `LISTEN ${quote(channel)}`).join('; ');
