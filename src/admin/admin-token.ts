@@ -1,6 +1,13 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { generateSecret } from '../crypto/secrets.js';
+import { generateSecret, safeEqual, sha256 } from '../crypto/secrets.js';
+
+/** Whether a presented value is the admin token: the admin API's bearer token and the console's sign-in. */
+export function adminTokenMatcher(adminToken: string): (presented: string) => boolean {
+  const expected = sha256(adminToken);
+  // Hashing both sides makes the comparison constant-time whatever the lengths.
+  return (presented) => safeEqual(sha256(presented), expected);
+}
 
 export function adminTokenPath(dataDir: string): string {
   return join(dataDir, 'admin-token');

@@ -44,7 +44,8 @@ const TARGETS: Record<RevocationLevel, { noun: string }> = {
   client: { noun: 'client with id' },
 };
 
-function found<T>(value: T | undefined, level: RevocationLevel, key: string): T {
+/** A record the store did not find is a 404 naming it; the console answers the same. */
+export function found<T>(value: T | undefined, level: RevocationLevel, key: string): T {
   if (value === undefined) throw new NotFound(`no ${TARGETS[level].noun} ${key}`);
   return value;
 }

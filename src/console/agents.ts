@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
-import { revokeGrants } from '../admin/grants.js';
+import { found, revokeGrants } from '../admin/grants.js';
 import { listFilter, listings } from './home.js';
 import { FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
-import { form, found, grantCount, idParam, resourceActions } from './resource.js';
+import { form, grantCount, idParam, resourceActions } from './resource.js';
 
 // Where a per-grant revoke returns to: a console page, never anywhere else.
 const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;
@@ -14,7 +14,7 @@ export default async function agentPages(app: FastifyInstance) {
   const page = { config: { html: true } };
 
   app.get('/agents', page, async (request, reply) =>
-    renderConsole(request, reply, 'agents', { title: 'Agents', ...(await listings(app, listFilter.parse(request.query ?? {}))) }),
+    renderConsole(request, reply, 'agents', { title: 'Agents', ...(await listings(app, listFilter.parse(request.query ?? {}), ['agents'])) }),
   );
 
   app.post('/agents', page, async (request, reply) => {
@@ -29,7 +29,7 @@ export default async function agentPages(app: FastifyInstance) {
 
   app.get('/agents/:id', page, async (request, reply) => {
     const id = idParam(request, 'agent');
-    const agent = found('agent', id, await agents.get(id));
+    const agent = found(await agents.get(id), 'agent', id);
     return renderConsole(request, reply, 'agent', {
       title: agent.name ?? agent.agent_id,
       nav: 'agents',

@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import { auditPage, auditQuery } from '../admin/audit.js';
 import { AUDIT_EVENTS } from '../store/audit.js';
-import { renderConsole } from './render.js';
+import { firstProblem, renderConsole } from './render.js';
 
-// The filter fields of the form, as `agent-auth audit` names them in the query of GET /admin/audit.
-const FILTERS = ['agent_id', 'email', 'client_id', 'request_id', 'event', 'from', 'to', 'limit'] as const;
+// The filter fields of the form: those of GET /admin/audit and `agent-auth audit`, but the page's cursor.
+const FILTERS = Object.keys(auditQuery.shape).filter((name) => name !== 'cursor');
 
 /** The audit log with the filters of `agent-auth audit`, newest first, a page at a time. */
 export default async function auditPages(app: FastifyInstance) {
@@ -17,13 +17,12 @@ export default async function auditPages(app: FastifyInstance) {
     const parsed = auditQuery.safeParse(given);
     const filters = Object.fromEntries(FILTERS.map((name) => [name, given[name] ?? '']));
     if (!parsed.success) {
-      const issue = parsed.error.issues[0];
       return renderConsole(request, reply.code(400), 'audit', {
         title: 'Audit log',
         events: AUDIT_EVENTS,
         filters,
         rows: [],
-        message: `${String(issue.path[0] ?? 'filter').replace(/_/g, ' ')}: ${issue.message}`,
+        message: firstProblem(parsed.error),
       });
     }
     const { events: rows, next_cursor: nextCursor } = await auditPage(app.services.store, parsed.data);

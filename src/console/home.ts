@@ -6,10 +6,10 @@ export const listFilter = z.object({
   q: z.string().trim().max(200).catch(''),
   status: z.enum(['all', 'active', 'inactive']).catch('all'),
 });
-export type ListFilter = z.output<typeof listFilter>;
+type ListFilter = z.output<typeof listFilter>;
 
 /** Rows whose name, id (or email) contain the search text, in the chosen status. */
-export function filterRows<T extends { active: boolean }>(rows: T[], filter: ListFilter, text: (row: T) => (string | null)[]): T[] {
+function filterRows<T extends { active: boolean }>(rows: T[], filter: ListFilter, text: (row: T) => (string | null)[]): T[] {
   const q = filter.q.toLowerCase();
   return rows.filter(
     (row) =>
@@ -17,10 +17,17 @@ export function filterRows<T extends { active: boolean }>(rows: T[], filter: Lis
   );
 }
 
-/** The websites and agents, with the last sign-in of each, for the home page and the two list pages. */
-export async function listings(app: FastifyInstance, filter: ListFilter) {
+/**
+ * The websites and agents, with the last sign-in of each, for the home page and the two list pages;
+ * a list page reads only its own kind (the other comes back empty).
+ */
+export async function listings(app: FastifyInstance, filter: ListFilter, kinds: ('clients' | 'agents')[] = ['clients', 'agents']) {
   const { clients, agents, grantAdmin } = app.services.store;
-  const [allClients, allAgents, last] = await Promise.all([clients.list(), agents.list(), grantAdmin.lastSignIns()]);
+  const [allClients, allAgents, last] = await Promise.all([
+    kinds.includes('clients') ? clients.list() : [],
+    kinds.includes('agents') ? agents.list() : [],
+    grantAdmin.lastSignIns(),
+  ]);
   return {
     filter,
     clients: filterRows(allClients, filter, (c) => [c.name, c.client_id, ...c.redirect_uris]).map((c) => ({

@@ -12,13 +12,18 @@ export class FormProblem extends Error {
   }
 }
 
+/** The first problem of a refused form, for people: the field (spaces for underscores) and what is wrong. */
+export function firstProblem(error: z.ZodError): string {
+  const issue = error.issues[0];
+  const field = issue.path.map((part) => (typeof part === 'number' ? `#${part + 1}` : String(part).replace(/_/g, ' '))).join(' ');
+  return field ? `${field}: ${issue.message}` : issue.message;
+}
+
 /** The form's fields through the admin API's own schema; a refusal names the first problem. */
 export function parseForm<T extends z.ZodType>(schema: T, value: unknown, back: string): z.output<T> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const field = issue.path.map((part) => (typeof part === 'number' ? `#${part + 1}` : String(part).replace(/_/g, ' '))).join(' ');
-  throw new FormProblem(field ? `${field}: ${issue.message}` : issue.message, back);
+  throw new FormProblem(firstProblem(parsed.error), back);
 }
 
 /** After an action: back to a page (POST, redirect, GET), with what happened. */

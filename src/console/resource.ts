@@ -1,20 +1,14 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import { revokeGrants } from '../admin/grants.js';
+import { found, revokeGrants } from '../admin/grants.js';
 import { NotFound } from '../errors.js';
 import type { Store } from '../store/index.js';
 import { idPattern, parseForm, redirectWith } from './render.js';
 
-export type Form = Record<string, string | undefined>;
+type Form = Record<string, string | undefined>;
 export const form = (request: FastifyRequest) => (request.body ?? {}) as Form;
 
 type Noun = 'client' | 'agent';
-
-/** A record the store did not find is a 404, as in the admin API. */
-export function found<T>(noun: Noun, id: string, row: T | undefined): T {
-  if (row === undefined) throw new NotFound(`no ${noun} with id ${id}`);
-  return row;
-}
 
 /** The id in the path; anything that is not an id of ours is a 404 like an unknown one (and safe in a redirect). */
 export function idParam(request: FastifyRequest, noun: Noun): string {
@@ -53,13 +47,13 @@ export function resourceActions(options: ResourceActions) {
     app.post(`/${options.path}/:id/active`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
       const active = form(request).active === 'true';
-      found(options.noun, id, await store.update(id, parseForm(options.patch, { active }, back(id)) as never));
+      found(await store.update(id, parseForm(options.patch, { active }, back(id)) as never), options.noun, id);
       return redirectWith(request, reply, back(id), { notice: active ? options.notices.activated : options.notices.deactivated });
     });
 
     app.post(`/${options.path}/:id/secret`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
-      const rotated = found(options.noun, id, await store.rotateSecret(id));
+      const rotated = found(await store.rotateSecret(id), options.noun, id);
       return redirectWith(request, reply, back(id), {
         notice: 'New secret issued; the old one no longer works.',
         secret: { label: options.secretLabel, value: String(rotated[options.secretField]) },

@@ -1,11 +1,12 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
+import { adminTokenMatcher } from '../admin/admin-token.js';
+import { randomToken, safeEqual } from '../crypto/secrets.js';
 
-export const SESSION_COOKIE = 'agent_auth_console';
+const SESSION_COOKIE = 'agent_auth_console';
 const SIGN_IN_COOKIE = 'agent_auth_console_sign_in';
 const FLASH_COOKIE = 'agent_auth_console_flash';
-export const SESSION_HOURS = 8;
+const SESSION_HOURS = 8;
 
 /** What one page hands the next across a redirect: a notice, an error, or a secret shown once. */
 export interface Flash {
@@ -25,7 +26,6 @@ export function consoleKeys(adminToken: string) {
   const formKey = derive('form');
   const flashKey = derive('flash');
   const mac = (key: Buffer, value: string) => createHmac('sha256', key).update(value).digest('base64url');
-  const adminTokenHash = sha256(adminToken);
 
   const cookie = (request: FastifyRequest, maxAgeSeconds: number) => ({
     path: '/console',
@@ -36,10 +36,7 @@ export function consoleKeys(adminToken: string) {
   });
 
   return {
-    /** Hashing both sides makes the comparison constant-time whatever the lengths. */
-    isAdminToken(presented: string): boolean {
-      return safeEqual(sha256(presented), adminTokenHash);
-    },
+    isAdminToken: adminTokenMatcher(adminToken),
 
     /** A session: its expiry and a random part (two sessions never share a value), MACed. */
     startSession(request: FastifyRequest, reply: FastifyReply) {

@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { clientCreate, clientPatch } from '../admin/clients.js';
+import { found } from '../admin/grants.js';
 import { listFilter, listings } from './home.js';
 import { parseForm, redirectWith, renderConsole } from './render.js';
-import { form, found, grantCount, idParam, resourceActions } from './resource.js';
+import { form, grantCount, idParam, resourceActions } from './resource.js';
 
 const lines = (value: string | undefined) =>
   (value ?? '')
@@ -16,7 +17,7 @@ export default async function websitePages(app: FastifyInstance) {
   const page = { config: { html: true } };
 
   app.get('/websites', page, async (request, reply) =>
-    renderConsole(request, reply, 'websites', { title: 'Websites', ...(await listings(app, listFilter.parse(request.query ?? {}))) }),
+    renderConsole(request, reply, 'websites', { title: 'Websites', ...(await listings(app, listFilter.parse(request.query ?? {}), ['clients'])) }),
   );
 
   app.post('/websites', page, async (request, reply) => {
@@ -31,7 +32,7 @@ export default async function websitePages(app: FastifyInstance) {
 
   app.get('/websites/:id', page, async (request, reply) => {
     const id = idParam(request, 'client');
-    const client = found('client', id, await clients.get(id));
+    const client = found(await clients.get(id), 'client', id);
     return renderConsole(request, reply, 'website', {
       title: client.name,
       nav: 'websites',
@@ -44,7 +45,7 @@ export default async function websitePages(app: FastifyInstance) {
     const id = idParam(request, 'client');
     const body = form(request);
     const back = `/console/websites/${id}`;
-    found('client', id, await clients.update(id, parseForm(clientPatch, { name: body.name, redirect_uris: lines(body.redirect_uris) }, back)));
+    found(await clients.update(id, parseForm(clientPatch, { name: body.name, redirect_uris: lines(body.redirect_uris) }, back)), 'client', id);
     return redirectWith(request, reply, back, { notice: 'Saved.' });
   });
 

@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import { safeEqual, sha256 } from '../crypto/secrets.js';
+import { randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 
 /**
  * Every sign-in binds its own browser: the server mints a random secret for that one request (it
@@ -26,7 +25,7 @@ function cookieOptions(config: Config) {
 
 /** A fresh binding for a new sign-in: the secret for the cookie and the hash the request keeps. */
 export function newBrowserBinding(): { secret: string; hash: string } {
-  const secret = randomBytes(32).toString('base64url');
+  const secret = randomToken(32);
   return { secret, hash: sha256(secret) };
 }
 
