@@ -103,14 +103,14 @@ export function requestLogger(logger: FastifyBaseLogger, bindings: Bindings, opt
 }
 
 /** How often a run of identical warnings is logged at most (the rest are counted, see `throttledWarning`). */
-export const REPEATED_WARNING_INTERVAL_MS = 10_000;
+const REPEATED_WARNING_INTERVAL_MS = 10_000;
 
 /**
  * A warning that repeats with every failed request during an incident (the store or Redis away):
  * the first of a run is logged at once, then at most one line per interval and `key`, carrying in
  * `suppressed` how many were left out since the line before.
  */
-export function throttledWarning(intervalMs = REPEATED_WARNING_INTERVAL_MS) {
+export function throttledWarning() {
   const runs = new Map<string, { until: number; suppressed: number }>();
   return (log: FastifyBaseLogger, fields: Record<string, unknown>, message: string, key = '') => {
     const now = Date.now();
@@ -121,6 +121,6 @@ export function throttledWarning(intervalMs = REPEATED_WARNING_INTERVAL_MS) {
       return;
     }
     log.warn(run?.suppressed ? { ...fields, suppressed: run.suppressed } : fields, message);
-    runs.set(id, { until: now + intervalMs, suppressed: 0 });
+    runs.set(id, { until: now + REPEATED_WARNING_INTERVAL_MS, suppressed: 0 });
   };
 }

@@ -11,8 +11,6 @@ import {
 import { type PageLike, readRequestId } from './page.js';
 import { sleep } from './sleep.js';
 
-export { MAX_WAIT_SECONDS };
-
 export interface AgentAuthClientOptions {
   /** The authorization server's base URL (its issuer), e.g. `https://auth.example`. */
   baseUrl: string;

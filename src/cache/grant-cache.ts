@@ -4,7 +4,7 @@ import type { Metrics } from '../metrics.js';
 import type { StoredClientCredentials } from '../store/clients.js';
 
 /** The channel migrations/008 announces changes on; payloads `grant:<id>`, `agent:<id>`, `client:<id>`, `user:<id>`. */
-export const GRANT_CACHE_CHANNEL = 'agent_auth_grant_cache';
+const GRANT_CACHE_CHANNEL = 'agent_auth_grant_cache';
 const MAX_HEARD = 1000;
 
 /** What the access-token checks need to know about a live grant, read in one statement. */

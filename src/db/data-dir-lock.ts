@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from '
 import { join } from 'node:path';
 
 /** The file in DATA_DIR that names the process using the embedded store there. */
-export const LOCK_FILE = 'agent-auth.lock';
+const LOCK_FILE = 'agent-auth.lock';
 
 /** Whether a process with this pid exists (EPERM: it does, under another user). */
 function isRunning(pid: number): boolean {

@@ -3,7 +3,7 @@ import type { Queryable } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
 import { createKeyStore } from '../store/keys.js';
 
-export { SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
+export type { SigningAlg } from '../protocol/signing.js';
 
 /** The key that signs ID tokens now. */
 export interface CurrentSigningKey {

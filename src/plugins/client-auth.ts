@@ -6,7 +6,8 @@ import { byAddress, failureCounter } from './rate-limit.js';
 
 /**
  * Registered inside a route plugin whose handlers authenticate the client themselves (with
- * presentedCredentials and acceptClient, reading the client along with what they need).
+ * presentedCredentials and authenticateClient with a ClientRead, reading the client along with what
+ * they need).
  *
  * Client ids are public, so nothing an unauthenticated caller does may count against a client
  * (docs/security.md, Rate limits): /token, /introspect and /revoke share one budget of

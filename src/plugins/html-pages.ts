@@ -71,7 +71,7 @@ function textOn(hex: string): string {
   return luminance > 0.179 ? '#000000' : '#ffffff';
 }
 
-export function brandOf(config: Config['brand'], prefix: string): Brand {
+function brandOf(config: Config['brand'], prefix: string): Brand {
   const accent = config.accentColor ?? '#1f6feb';
   const logoSrc = config.logoUrl ?? (config.logoFile ? `${prefix}/assets/logo` : undefined);
   return { name: config.name, logoSrc, accent, accentText: textOn(accent) };

@@ -40,5 +40,3 @@ export function createMaintenanceStore(db: Db) {
     },
   };
 }
-
-export type MaintenanceStore = ReturnType<typeof createMaintenanceStore>;

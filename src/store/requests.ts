@@ -18,8 +18,6 @@ export interface RequestState {
   newly_expired?: boolean;
   agent_id: string | null;
   model: string | null;
-  /** The only agent that may authenticate it (login_hint at /authorize), if the website named one. */
-  login_hint: string | null;
   browser_hash: string;
   redirect_uri: string;
   state: string;
@@ -50,7 +48,7 @@ export interface NewRequest {
 const overdue = (r: string) => `${r}.status IN ('pending', 'authenticated') AND ${r}.expires_at <= now()`;
 const RECORD_EXPIRY = `status = 'error', error = 'request_expired'`;
 
-const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.login_hint, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
+const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
   (${overdue('r')} OR r.error = 'request_expired') AS expired`;
 
 /** Where a completed or denied request sends the browser, and who it was for (the audit log line). */
