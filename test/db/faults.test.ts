@@ -8,6 +8,7 @@ import { loggerOptions } from '../../src/logger.js';
 import { codeForClient, exchangeCode, introspect, issueTokens, refresh, revoke, userinfo } from '../helpers/codes.js';
 import { schemaUrl, storeName, usingPostgres } from '../helpers/database.js';
 import { agentAuthenticate, checkStatus, startAuthorize } from '../helpers/flow.js';
+import { within } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
 
@@ -22,14 +23,7 @@ function expectUnavailable(res: Response, what: string) {
   expect(res.json(), what).toEqual({ error: 'temporarily_unavailable', error_description: expect.any(String) });
 }
 
-async function until(fn: () => Promise<boolean>, ms = 15000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn()) return true;
-    await sleep(200);
-  }
-  return false;
-}
+const until = (check: () => Promise<boolean>) => within(15_000, check, 200);
 
 /**
  * One call of every JSON endpoint that needs the store, each prepared while the store is up and

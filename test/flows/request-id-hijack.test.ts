@@ -16,12 +16,8 @@ describe(`login_hint and the website in the authenticate answer (${storeName})`,
   });
   afterAll(() => server.close());
 
-  const authenticate = (requestId: string, agent: { agent_id: string; agent_secret: string }, extra: Record<string, string> = {}) =>
-    server.app.inject({
-      method: 'POST',
-      url: '/api/agent/authenticate',
-      payload: { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'test-model-1', ...extra },
-    });
+  const authenticate = (requestId: string, agent: { agent_id: string; agent_secret: string }, extra: { expected_redirect_origin?: string } = {}) =>
+    agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, ...extra });
 
   it('with login_hint only that agent authenticates; another, with valid credentials, gets 403 and the request stays usable', async () => {
     const expected = await server.createAgent();

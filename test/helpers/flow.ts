@@ -43,7 +43,10 @@ export function bindingCookie<C extends { name: string; value: string }>(res: { 
   return res.cookies.find((c) => c.name === `agent_auth_${requestId}` || c.name === `__Host-agent_auth_${requestId}`);
 }
 
-export function agentAuthenticate(server: TestServer, body: { request_id: string; agent_id: string; agent_secret: string; model?: string }) {
+export function agentAuthenticate(
+  server: TestServer,
+  body: { request_id: string; agent_id: string; agent_secret: string; model?: string; expected_redirect_origin?: string },
+) {
   return server.app.inject({
     method: 'POST',
     url: '/api/agent/authenticate',

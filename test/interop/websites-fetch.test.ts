@@ -3,21 +3,16 @@ import { type RunningFetchWebsite, startFetchWebsite } from '../../examples/fetc
 import { AgentAuthClient, findRequestId } from '../../src/agent/index.js';
 import { storeName } from '../helpers/database.js';
 import { freePort, type ListeningServer, startListeningServer } from '../helpers/listening.js';
+import { CookieJar } from '../helpers/sign-in.js';
 
 /** A browser made of fetch: one cookie jar per origin, redirects followed by hand. */
 function browser() {
-  const jars = new Map<string, Map<string, string>>();
-  async function get(url: string) {
+  const jars = new Map<string, CookieJar>();
+  function get(url: string) {
     const { origin } = new URL(url);
-    const jar = jars.get(origin) ?? new Map<string, string>();
+    const jar = jars.get(origin) ?? new CookieJar();
     jars.set(origin, jar);
-    const res = await fetch(url, { redirect: 'manual', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';');
-      const at = pair.indexOf('=');
-      jar.set(pair.slice(0, at), pair.slice(at + 1));
-    }
-    return res;
+    return jar.fetch(url);
   }
   /** Follows redirects until a page; returns it and where it is. */
   async function open(url: string): Promise<{ url: string; html: string }> {

@@ -4,6 +4,7 @@ import { purgeExpired, schedulePurge } from '../../src/jobs/purge.js';
 import { issueTokens, revoke, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { setRequestExpiry, startAuthorize } from '../helpers/flow.js';
+import { within } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -115,14 +116,7 @@ describe(`the purge schedule (${storeName})`, () => {
   }
   const exists = async (requestId: string) =>
     (await server.services.db.query('SELECT 1 FROM auth_requests WHERE id = $1', [requestId])).rows.length > 0;
-  async function until(fn: () => Promise<boolean>, ms = 30000) {
-    const end = Date.now() + ms;
-    while (Date.now() < end) {
-      if (await fn()) return true;
-      await sleep(100);
-    }
-    return false;
-  }
+  const until = (check: () => Promise<boolean>) => within(30_000, check, 100);
 
   it('purges on its schedule, one run at a time however long a run takes, and not at all once stopped', async () => {
     const { db, seen } = slowStore(200);
