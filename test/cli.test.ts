@@ -1,43 +1,14 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { type RunningServer, startServer } from '../src/server.js';
+import type { RunningServer } from '../src/server.js';
 import { insertCode } from './helpers/codes.js';
-import { createTestDatabase, storeName } from './helpers/database.js';
+import { storeName } from './helpers/database.js';
+import { startLocalServer } from './helpers/listening.js';
 import { finished, spawnSource } from './helpers/process.js';
 
 const hash = (secret: string) => createHash('sha256').update(secret).digest('base64url');
-
-/** A real server (both listeners on free ports) over a fresh store, with a data directory of its own. */
-async function startLocalServer(env: Record<string, string> = {}) {
-  const database = await createTestDatabase();
-  const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-cli-'));
-  const server = await startServer(
-    loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      ADMIN_PORT: '0',
-      ADMIN_HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      DATABASE_URL: database.url,
-      LOG_LEVEL: 'silent',
-      ...env,
-    }),
-  );
-  return {
-    database,
-    dataDir,
-    server,
-    async stop() {
-      await server.close();
-      await database.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
-}
 
 // Every CLI call is a fresh node process compiling TypeScript: give a busy machine room.
 describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 120_000 }, () => {

@@ -1,12 +1,10 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../src/config.js';
-import { type RunningServer, startServer } from '../src/server.js';
-import { createTestDatabase, storeName, type TestDatabase } from './helpers/database.js';
+import { storeName } from './helpers/database.js';
+import { startLocalServer } from './helpers/listening.js';
 
 /** The shell block of the README's "Sign in by hand" section, exactly as a newcomer would paste it. */
 function walkthrough(): string {
@@ -18,31 +16,21 @@ function walkthrough(): string {
 }
 
 describe(`the README's sign-in by hand (${storeName})`, { timeout: 120_000 }, () => {
-  let database: TestDatabase;
-  let server: RunningServer;
-  let dir: string;
+  let local: Awaited<ReturnType<typeof startLocalServer>>;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    dir = mkdtempSync(join(tmpdir(), 'agent-auth-walkthrough-'));
     // No ADMIN_TOKEN: the server writes one under DATA_DIR, as `npm start` does on a fresh machine.
-    server = await startServer(
-      loadConfig({ PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', DATA_DIR: dir, DATABASE_URL: database.url, LOG_LEVEL: 'silent' }),
-    );
+    local = await startLocalServer();
   });
-  afterAll(async () => {
-    await server?.close();
-    await database?.drop();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => local?.stop());
 
   it('runs pasted into bash and ends with the refresh token revoked', async () => {
     // Only the addresses differ from the README: the test's server listens on free ports.
     const script = walkthrough()
-      .replaceAll('http://localhost:3000', server.url)
-      .replaceAll('http://127.0.0.1:3001', server.adminUrl)
-      .replace('cat data/admin-token', `cat ${join(dir, 'admin-token')}`);
-    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir });
+      .replaceAll('http://localhost:3000', local.server.url)
+      .replaceAll('http://127.0.0.1:3001', local.server.adminUrl)
+      .replace('cat data/admin-token', `cat ${join(local.dataDir, 'admin-token')}`);
+    const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: local.dataDir });
     const lines = stdout.trim().split('\n');
     expect(JSON.parse(lines[0])).toMatchObject({ status: 'authenticated' });
     expect(JSON.parse(lines[1])).toEqual({ status: 'authenticated' });

@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import type { Env } from '../../src/config.js';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Env, loadConfig } from '../../src/config.js';
+import { startServer } from '../../src/server.js';
+import { createTestDatabase } from './database.js';
 import { startTestServer, type TestServer } from './server.js';
 
 /** A port that was free a moment ago: the issuer must be known before the server is built. */
@@ -23,4 +28,32 @@ export async function startListeningServer(env: Partial<Env> = {}): Promise<List
   const server = await startTestServer({ ISSUER: issuer, ...env });
   await server.app.listen({ port, host: '127.0.0.1' });
   return { ...server, issuer };
+}
+
+/** A real server (both listeners on free ports) over a fresh store, with a data directory of its own. */
+export async function startLocalServer(env: Record<string, string> = {}) {
+  const database = await createTestDatabase();
+  const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-local-'));
+  const server = await startServer(
+    loadConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ADMIN_PORT: '0',
+      ADMIN_HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      DATABASE_URL: database.url,
+      LOG_LEVEL: 'silent',
+      ...env,
+    }),
+  );
+  return {
+    database,
+    dataDir,
+    server,
+    async stop() {
+      await server.close();
+      await database.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
 }
