@@ -2,13 +2,12 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
 import { purgeExpired } from '../../src/jobs/purge.js';
 import { loggerOptions } from '../../src/logger.js';
-import { startServer } from '../../src/server.js';
 import { exchangeCode, postForm, refresh, userinfo } from '../helpers/codes.js';
-import { createTestDatabase, storeName } from '../helpers/database.js';
+import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, checkStatus, completeInBrowser, setRequestExpiry, signInToCode, startAuthorize } from '../helpers/flow.js';
+import { startLocalServer } from '../helpers/listening.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from '../helpers/server.js';
 
 interface Sample {
@@ -157,19 +156,8 @@ describe(`GET /metrics on the admin listener (${storeName})`, () => {
 
 describe(`the running server (${storeName})`, () => {
   it('serves /metrics over HTTP on the admin listener, with the process metrics, to a scraper without a token', async () => {
-    const database = await createTestDatabase();
-    const server = await startServer(
-      loadConfig({
-        PORT: '0',
-        HOST: '127.0.0.1',
-        ADMIN_PORT: '0',
-        ADMIN_HOST: '127.0.0.1',
-        ADMIN_TOKEN,
-        LOG_LEVEL: 'silent',
-        DATA_DIR: 'memory',
-        DATABASE_URL: database.url,
-      }),
-    );
+    const local = await startLocalServer({ ADMIN_TOKEN, DATA_DIR: 'memory' });
+    const { server } = local;
     try {
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
       const res = await fetch(`${server.adminUrl}/metrics`);
@@ -179,8 +167,7 @@ describe(`the running server (${storeName})`, () => {
       expect(valueOf(samples, 'process_resident_memory_bytes')).toBeGreaterThan(0);
       expect(valueOf(samples, 'agent_auth_http_request_duration_seconds_count', { route: '/healthz', status_code: '200' })).toBe(1);
     } finally {
-      await server.close();
-      await database.drop();
+      await local.stop();
     }
   });
 });
