@@ -8,13 +8,24 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { defaultOf } from '../src/config.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import type { Db } from '../src/db/types.js';
-import { type BenchStore, pgliteStore, postgresStore, seedLargeStore, type StoreKind } from './lib/database.js';
-import { FORM } from './lib/http.js';
+import { type BenchStore, cacheFillClient, pgliteStore, postgresStore, seedCacheFill, seedLargeStore, type StoreKind } from './lib/database.js';
+import { expectStatus, FORM } from './lib/http.js';
 import { hammer, inParallel, type LoadOptions, loop, type Measurement, refreshChain } from './lib/load.js';
-import { codeExchangeBody, fullSignIn, introspectBody, type OurClient, ourEnv, refreshBody, registerOurs, signInToCode } from './lib/ours.js';
+import {
+  codeExchangeBody,
+  fullSignIn,
+  introspectBody,
+  type OurClient,
+  ourEnv,
+  refreshBody,
+  registerOurs,
+  signInToCode,
+  type TokenSet,
+} from './lib/ours.js';
 import { cpuMs, type ServerProcess, startProcess } from './lib/processes.js';
 import { checkTargets, type StoreReport, toMarkdown, writeReport } from './lib/report.js';
 import { ourRoundTrips, peerRoundTrips } from './lib/round-trips.js';
@@ -55,7 +66,7 @@ const codeCount = Number(args.codes ?? (smoke ? 50 : 3000));
 // A smoke run checks that everything works end to end; the million rows take minutes to seed.
 const largeRows = smoke || onlyOps || args['no-large'] ? 0 : Number(args.rows);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408 };
+const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408, cacheFull: 38410 };
 const PEER_NOTE =
   'node-oidc-provider 9 (Koa) with a PostgreSQL key/value adapter (bench/peers/oidc-provider), opaque access tokens ' +
   '(its default; each one is a row), rotating refresh tokens, HS256 ID tokens, accounts in memory. It prints ' +
@@ -158,9 +169,9 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
               url: `${base}/token`,
               method: 'POST',
               headers: FORM,
-              nextBody: () => {
+              next: () => {
                 const next = prepared.shift();
-                return next ? codeExchangeBody(client, next.code, next.verifier) : 'exhausted';
+                return { body: next ? codeExchangeBody(client, next.code, next.verifier) : 'exhausted' };
               },
               amount: codes,
             },
@@ -245,6 +256,59 @@ async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
   }
 }
 
+/**
+ * Memory with the grant cache full at its default size: as many websites, each with a grant of one
+ * agent, are seeded in SQL; each grant's refresh token is exchanged once over HTTP for a real access
+ * token; then introspection (each website asking about its own token) and userinfo cycle through
+ * all of them, so that every grant, client and verified token is held at once. PostgreSQL only
+ * (seeding beside a running server).
+ */
+async function benchCacheFull(store: BenchStore, report: Partial<StoreReport>) {
+  const size = defaultOf('GRANT_CACHE_SIZE');
+  const location = store.location('cache_full');
+  const port = PORTS.cacheFull;
+  const server = await startProcess(
+    'cache full',
+    process.execPath,
+    serverArgs(),
+    ourEnv(port, port + 1, location),
+    `http://127.0.0.1:${port}/healthz`,
+  );
+  const base = `http://127.0.0.1:${port}`;
+  try {
+    const { agent } = await registerOurs(`http://127.0.0.1:${port + 1}`);
+    log(`  seeding ${size.toLocaleString('en')} websites and grants, one access token each`);
+    await seedCacheFill(location.url!, size, agent.agent_id);
+    const tokens = await inParallel(size, load.connections, async (i) => {
+      const website = cacheFillClient(i + 1);
+      const res = await fetch(`${base}/token`, { method: 'POST', headers: FORM, body: refreshBody(website, website.refresh_token) });
+      return { website, access: ((await (await expectStatus(res, 200)).json()) as TokenSet).access_token };
+    });
+    let next = 0;
+    const each =
+      <T>(make: (t: (typeof tokens)[number]) => T) =>
+      () =>
+        make(tokens[next++ % size]);
+    server.resetRss();
+    report.cacheFull = {
+      size,
+      introspect: await measured('introspect, cache full', server, store, () =>
+        hammer(
+          { url: `${base}/introspect`, method: 'POST', headers: FORM, next: each((t) => ({ body: introspectBody(t.website, t.access) })) },
+          load,
+        ),
+      ),
+      userinfo: await measured('userinfo, cache full', server, store, () =>
+        hammer({ url: `${base}/userinfo`, next: each((t) => ({ headers: { authorization: `Bearer ${t.access}` } })) }, load),
+      ),
+    };
+    report.rssMb!['ours, cache full'] = { peak: server.peakRssMb(), underLoad: server.sampledRssMb() };
+    log(`  peak RSS ${report.rssMb!['ours, cache full'].peak} MB, highest sampled under load ${report.rssMb!['ours, cache full'].underLoad} MB`);
+  } finally {
+    await server.stop();
+  }
+}
+
 /** node-oidc-provider over the store under test, or (`inMemory`) with its own in-memory adapter. */
 async function benchPeer(store: BenchStore, report: Partial<StoreReport>, inMemory = false) {
   const location = store.location('peer');
@@ -291,7 +355,8 @@ async function benchCeiling(store: BenchStore, report: Partial<StoreReport>) {
 
 async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
   log(`\n== store: ${kind} ==`);
-  const store = kind === 'postgres' ? await postgresStore(adminUrl, ['ours', 'peer', 'rt_ours', 'rt_peer', 'empty', 'large']) : pgliteStore();
+  const store =
+    kind === 'postgres' ? await postgresStore(adminUrl, ['ours', 'peer', 'rt_ours', 'rt_peer', 'empty', 'large', 'cache_full']) : pgliteStore();
   const openCounted = (name: string): Promise<Db> =>
     kind === 'postgres' ? Promise.resolve(openPostgres(store.location(name).url!)) : openPglite('memory');
   const report: Partial<StoreReport> = {
@@ -312,6 +377,7 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
       }
       log('ours');
       await benchOurs(store, report);
+      if (only('cache full') && kind === 'postgres') await benchCacheFull(store, report);
       if (only('peer in memory')) {
         log('node-oidc-provider, in-memory adapter');
         await benchPeer(store, report, true);
@@ -329,6 +395,7 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
     await benchCeiling(store, report);
     log('ours');
     await benchOurs(store, report);
+    if (!smoke && kind === 'postgres') await benchCacheFull(store, report);
     if (largeRows > 0 && kind === 'postgres') {
       log('empty and large store');
       await benchLarge(store, report);

@@ -109,3 +109,46 @@ export async function seedLargeStore(url: string, rows: number): Promise<void> {
     await db.end();
   }
 }
+
+const FILL = { client: 'bench_client_', secret: 'bench-secret-', refreshToken: 'aa_rt_bench_' };
+
+/** Website `i` of `seedCacheFill`: its credentials and the refresh token of its grant. */
+export const cacheFillClient = (i: number) => ({
+  client_id: `${FILL.client}${i}`,
+  client_secret: `${FILL.secret}${i}`,
+  refresh_token: `${FILL.refreshToken}${i}`,
+});
+
+/**
+ * `count` websites (1 to count), each with a live grant of `agentId` and a refresh token for it, so
+ * that as many grants, clients and access tokens can be read through the server. Secrets and
+ * refresh tokens are stored as the server stores them: SHA-256, base64url.
+ */
+export async function seedCacheFill(url: string, count: number, agentId: string): Promise<void> {
+  const db = new pg.Client({ connectionString: url });
+  await db.connect();
+  const digest = (text: string) => `translate(rtrim(encode(sha256(convert_to(${text}, 'UTF8')), 'base64'), '='), '+/', '-_')`;
+  const statements: [string, unknown[]][] = [
+    [
+      `INSERT INTO clients (id, name, secret_hash, redirect_uris)
+         SELECT $2 || i, 'bench', ${digest('$3 || i')}, ARRAY['http://localhost:9/callback'] FROM generate_series(1, $1) i`,
+      [count, FILL.client, FILL.secret],
+    ],
+    [
+      `INSERT INTO grants (id, client_id, agent_id, user_id, scope, model, expires_at)
+         SELECT 'bench_grant_' || i, $2 || i, a.id, a.user_id, 'openid email', 'bench-model', now() + interval '1 day'
+         FROM generate_series(1, $1) i JOIN agents a ON a.id = $3`,
+      [count, FILL.client, agentId],
+    ],
+    [
+      `INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
+         SELECT ${digest('$2 || i')}, 'bench_grant_' || i, 'openid email', now() + interval '1 day' FROM generate_series(1, $1) i`,
+      [count, FILL.refreshToken],
+    ],
+  ];
+  try {
+    for (const [sql, values] of statements) await db.query(sql, values);
+  } finally {
+    await db.end();
+  }
+}

@@ -29,8 +29,8 @@ export interface Target {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
   body?: string;
-  /** Builds each request's body (single-use credentials); the request is skipped when it throws. */
-  nextBody?: () => string;
+  /** Each request's own body or headers (single-use credentials, a token of many); replaces those above. */
+  next?: () => { body?: string; headers?: Record<string, string> };
   /** Sees each response body (e.g. to keep the rotated refresh token). */
   onBody?: (status: number, body: string) => void;
   /** Stop after this many requests instead of after the duration (a finite pool of codes). */
@@ -44,9 +44,9 @@ export async function hammer(target: Target, options: LoadOptions): Promise<Meas
     headers: target.headers,
     body: target.body,
   };
-  if (target.nextBody) {
-    const next = target.nextBody;
-    request.setupRequest = (req) => ({ ...req, body: next() });
+  if (target.next) {
+    const next = target.next;
+    request.setupRequest = (req) => ({ ...req, ...next() });
   }
   if (target.onBody) {
     const seen = target.onBody;
@@ -78,7 +78,7 @@ export function refreshChain(url: string, initial: string[], body: (token: strin
     method: 'POST',
     headers: FORM,
     // An empty pool means a chain broke (a failed refresh); the request then fails and is counted.
-    nextBody: () => body(pool.shift() ?? 'exhausted'),
+    next: () => ({ body: body(pool.shift() ?? 'exhausted') }),
     onBody: (status, text) => {
       if (status === 200) pool.push((JSON.parse(text) as { refresh_token: string }).refresh_token);
     },

@@ -5,6 +5,8 @@ export interface OurClient {
   client_secret: string;
   redirect_uris: string[];
 }
+/** What a website authenticates with. */
+export type ClientCredentials = Pick<OurClient, 'client_id' | 'client_secret'>;
 export interface OurAgent {
   agent_id: string;
   agent_secret: string;
@@ -117,11 +119,11 @@ export function codeExchangeBody(client: OurClient, code: string, verifier: stri
   });
 }
 
-export function refreshBody(client: OurClient, refreshToken: string): string {
+export function refreshBody(client: ClientCredentials, refreshToken: string): string {
   return form({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: client.client_id, client_secret: client.client_secret });
 }
 
-export function introspectBody(client: OurClient, token: string): string {
+export function introspectBody(client: ClientCredentials, token: string): string {
   return form({ token, client_id: client.client_id, client_secret: client.client_secret });
 }
 

@@ -4,7 +4,13 @@ import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { type AccessTokenClaims, grantIdOf, verifyAccessToken } from '../oauth/access-token.js';
-import { authenticateClient, type PresentedCredentials as Credentials, presentedCredentials, presentedTokenBody } from '../oauth/client-auth.js';
+import {
+  authenticateClient,
+  omitEmptyParameters,
+  type PresentedCredentials as Credentials,
+  presentedCredentials,
+  presentedTokenBody,
+} from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
 import { CLIENT_AUTH, FORM_OR_JSON, sendJsonText, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';
@@ -108,6 +114,7 @@ export default async function introspectRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
   await app.register(clientBudget);
+  app.addHook('preValidation', omitEmptyParameters);
 
   app.post('/introspect', { schema }, async (request, reply) => {
     const credentials = presentedCredentials(request);

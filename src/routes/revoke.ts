@@ -5,7 +5,7 @@ import { logAudit } from '../audit.js';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { verifyAccessToken } from '../oauth/access-token.js';
-import { presentedTokenBody } from '../oauth/client-auth.js';
+import { omitEmptyParameters, presentedTokenBody } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
 import { CLIENT_AUTH, FORM_OR_JSON, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientAuthentication } from '../plugins/client-auth.js';
@@ -35,6 +35,7 @@ export default async function revokeRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
   await app.register(clientAuthentication);
+  app.addHook('preValidation', omitEmptyParameters);
 
   app.post('/revoke', { schema }, async (request, reply) => {
     const { token } = request.body;

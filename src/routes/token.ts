@@ -5,7 +5,7 @@ import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
 import { authorizationCodeGrant } from '../grant-types/authorization-code.js';
 import { refreshTokenGrant } from '../grant-types/refresh-token.js';
 import { type GrantHandler, tokenResponseSchema } from '../grant-types/token-response.js';
-import { authenticateClient, clientCredentials, param, presentedCredentials } from '../oauth/client-auth.js';
+import { authenticateClient, clientCredentials, omitEmptyParameters, param, presentedCredentials } from '../oauth/client-auth.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
@@ -52,6 +52,7 @@ export default async function tokenRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
   await app.register(clientBudget);
+  app.addHook('preValidation', omitEmptyParameters);
 
   app.post('/token', { schema }, async (request) => {
     const credentials = presentedCredentials(request);

@@ -251,6 +251,38 @@ describe(`POST /token (${storeName})`, () => {
     });
   });
 
+  describe('parameters sent without a value (RFC 6749 §3.1)', () => {
+    it('treats them as omitted, in a form and in JSON, on /token, /introspect and /revoke', async () => {
+      const { client, access_token, refresh_token } = await issueTokens(server, { scope: 'openid email' });
+      const creds = { client_id: client.client_id, client_secret: client.client_secret };
+      // An empty grant_type is a missing one, not an unsupported one.
+      expect((await postForm(server, '/token', { grant_type: '', ...creds })).json()).toMatchObject({
+        error: 'invalid_request',
+        error_description: 'grant_type is required',
+      });
+      // An empty client_id beside HTTP Basic names no second client; an empty scope keeps the granted one.
+      const basic = { authorization: basicAuth(client) };
+      const rotated = await postForm(server, '/token', { grant_type: 'refresh_token', refresh_token, client_id: '', scope: '' }, basic);
+      expect(rotated.statusCode).toBe(200);
+      expect(rotated.json().scope).toBe('openid email');
+      // An empty secret is no secret.
+      expectOAuthError(await postForm(server, '/introspect', { token: access_token, client_id: client.client_id, client_secret: '' }), 401, 'invalid_client');
+      for (const url of ['/introspect', '/revoke']) {
+        const empty = await postForm(server, url, { token: '', token_type_hint: '', ...creds });
+        expect(empty.json()).toEqual({ error: 'invalid_request', error_description: 'token is required' });
+        const json = await server.app.inject({
+          method: 'POST',
+          url,
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify({ token: '', ...creds }),
+        });
+        expect(json.json()).toEqual({ error: 'invalid_request', error_description: 'token is required' });
+      }
+      const hinted = await postForm(server, '/introspect', { token: access_token, token_type_hint: '', ...creds }, {});
+      expect(hinted.json().active).toBe(true);
+    });
+  });
+
   describe('refresh_token', () => {
     it('rotates the refresh token on every use', async () => {
       const first = await issueTokens(server);
