@@ -266,7 +266,11 @@ describe(`POST /token (${storeName})`, () => {
       expect(rotated.statusCode).toBe(200);
       expect(rotated.json().scope).toBe('openid email');
       // An empty secret is no secret.
-      expectOAuthError(await postForm(server, '/introspect', { token: access_token, client_id: client.client_id, client_secret: '' }), 401, 'invalid_client');
+      expectOAuthError(
+        await postForm(server, '/introspect', { token: access_token, client_id: client.client_id, client_secret: '' }),
+        401,
+        'invalid_client',
+      );
       for (const url of ['/introspect', '/revoke']) {
         const empty = await postForm(server, url, { token: '', token_type_hint: '', ...creds });
         expect(empty.json()).toEqual({ error: 'invalid_request', error_description: 'token is required' });
