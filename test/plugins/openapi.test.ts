@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
+import { describeInChromium } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
 import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
@@ -143,7 +144,7 @@ describe(`OpenAPI description (${storeName})`, () => {
   });
 });
 
-describe(`Swagger UI in a browser (${storeName})`, () => {
+describeInChromium('Swagger UI in a browser')(`Swagger UI in a browser (${storeName})`, () => {
   let server: ListeningServer;
   beforeAll(async () => {
     server = await startListeningServer();
