@@ -17,6 +17,9 @@ const UNAVAILABLE_CODES = new Set([
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now: starting up, shutting down, in recovery
   '57014', // query_canceled: the statement_timeout (src/db/postgres.ts) cut a statement short
+  // The statement was rolled back whole because of what ran beside it; the same request may succeed again.
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
 ]);
 // What node-postgres says, without a code, when its own timeouts fire or a connection breaks.
 const UNAVAILABLE_MESSAGES =

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import type { LightMyRequestResponse as Response } from 'fastify';
+import { decodeJwt } from 'jose';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -335,6 +336,51 @@ describe(`a grant cut off at its last write leaves nothing half-issued (${storeN
     expectUnavailable(await withRefreshTokenWritesCut(() => refresh(server, issued.client, issued.refresh_token)), 'POST /token');
 
     expect(await grantState()).toEqual(before);
+    expect((await refresh(server, issued.client, issued.refresh_token)).statusCode).toBe(200);
+  });
+
+  it('a code exchange that loses a serialization conflict answers 503, spends nothing, and succeeds when retried', async () => {
+    const client = await server.createClient();
+    const { code, verifier } = await codeForClient(server, client);
+    const { db } = server.services;
+    // The engine raises the SQLSTATE itself (40001), as it does for the loser of a conflict under SERIALIZABLE.
+    await db.exec(`
+      CREATE FUNCTION conflict() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'could not serialize access' USING ERRCODE = 'serialization_failure'; END $$;
+      CREATE TRIGGER conflict BEFORE INSERT ON grants FOR EACH ROW EXECUTE FUNCTION conflict();`);
+    try {
+      expectUnavailable(await exchangeCode(server, client, code, verifier), 'POST /token');
+    } finally {
+      await db.exec('DROP TRIGGER conflict ON grants; DROP FUNCTION conflict();');
+    }
+    expect((await db.query('SELECT used_at FROM auth_codes WHERE code_hash = $1', [sha256(code)])).rows).toEqual([{ used_at: null }]);
+    expect((await exchangeCode(server, client, code, verifier)).statusCode).toBe(200);
+  });
+
+  // A real deadlock needs a second connection beside the server's: PostgreSQL only.
+  it.runIf(usingPostgres)('a refresh that PostgreSQL picks as a deadlock victim answers 503 and rotates when retried', async () => {
+    const issued = await issueTokens(server);
+    const grantId = (decodeJwt(issued.access_token).jti as string).split('.')[0];
+    const other = new pg.Client({ connectionString: server.databaseUrl });
+    await other.connect();
+    try {
+      // The other writer holds the grant; the refresh spends its token, then waits for the grant (the new
+      // token's foreign key); the other writer then wants the token: a cycle. The refresh's backend has
+      // waited longest and checks first (deadlock_timeout, 1 s by default), so it is the one rolled back.
+      await other.query('BEGIN');
+      await other.query(`SET LOCAL deadlock_timeout = '30s'`);
+      await other.query('SELECT 1 FROM grants WHERE id = $1 FOR UPDATE', [grantId]);
+      const refreshing = refresh(server, issued.client, issued.refresh_token);
+      const waiting = async () =>
+        (await other.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))`)).rows[0].n > 0;
+      await within(10_000, waiting, 20);
+      const touched = other.query('UPDATE refresh_tokens SET scope = scope WHERE token_hash = $1', [sha256(issued.refresh_token)]);
+      expectUnavailable(await refreshing, 'POST /token');
+      await touched;
+      await other.query('ROLLBACK');
+    } finally {
+      await other.end();
+    }
     expect((await refresh(server, issued.client, issued.refresh_token)).statusCode).toBe(200);
   });
 });
