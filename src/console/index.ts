@@ -1,7 +1,7 @@
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { safeEqual } from '../crypto/secrets.js';
+import { safeEqual, sha256 } from '../crypto/secrets.js';
 import { FormRejected } from '../errors.js';
 import { toOAuthError } from '../plugins/error-handler.js';
 import htmlPages from '../plugins/html-pages.js';
@@ -20,7 +20,7 @@ declare module 'fastify' {
     consoleKeys: ConsoleKeys;
   }
   interface FastifyRequest {
-    /** The operator's session value; set on every console route but sign-in and assets. */
+    /** The operator's session value; empty on the sign-in form and the assets when there is none. */
     consoleSession: string;
   }
   interface FastifyContextConfig {
@@ -45,10 +45,11 @@ export default async function consolePlugin(app: FastifyInstance, options: { adm
   // Anything but the sign-in form and the assets needs a session; without one, the sign-in form.
   app.addHook('onRequest', async (request, reply) => {
     // The shared script and the logo (src/plugins/html-pages.ts) are the same for everyone.
-    if (request.routeOptions.config?.consolePublic || request.routeOptions.url?.startsWith('/console/assets/')) return;
+    if (request.routeOptions.url?.startsWith('/console/assets/')) return;
     const session = app.consoleKeys.session(request);
-    if (!session) return reply.redirect('/console/sign-in', 303);
-    request.consoleSession = session;
+    // A genuine, unexpired cookie still counts for nothing once its operator signed out (on any instance).
+    if (session && !(await app.services.store.consoleSessions.isSignedOut(sha256(session)))) request.consoleSession = session;
+    else if (!request.routeOptions.config?.consolePublic) return reply.redirect('/console/sign-in', 303);
   });
   // Every form carries the session's token (src/console/session.ts); a post without it changes nothing.
   app.addHook('preHandler', async (request) => {

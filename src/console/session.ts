@@ -16,9 +16,10 @@ export interface Flash {
 }
 
 /**
- * The console's keys, derived from the admin token: no state is kept anywhere, so sessions work on
- * every instance and survive restarts, and changing ADMIN_TOKEN ends every session at once. Neither
- * the session cookie nor the form tokens reveal the admin token (HMAC-SHA256 is one-way).
+ * The console's keys, derived from the admin token: a session is its cookie, so sessions work on
+ * every instance and survive restarts, and changing ADMIN_TOKEN ends every session at once (the
+ * store remembers only sessions signed out of, src/console/index.ts). Neither the session cookie nor
+ * the form tokens reveal the admin token (HMAC-SHA256 is one-way).
  */
 export function consoleKeys(adminToken: string) {
   const derive = (purpose: string) => createHmac('sha256', adminToken).update(`agent-auth console ${purpose}`).digest();
@@ -44,6 +45,11 @@ export function consoleKeys(adminToken: string) {
       const body = `${expires}.${randomToken(16)}`;
       reply.setCookie(SESSION_COOKIE, `${body}.${mac(sessionKey, body)}`, cookie(request, SESSION_HOURS * 3600));
       reply.clearCookie(SIGN_IN_COOKIE, { path: '/console' });
+    },
+
+    /** When a session value (as `session` returns it) expires. */
+    expiryOf(session: string): Date {
+      return new Date(Number(session.split('.')[0]) * 1000);
     },
 
     endSession(reply: FastifyReply) {

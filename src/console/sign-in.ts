@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { sha256 } from '../crypto/secrets.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { renderConsole } from './render.js';
 
@@ -12,7 +13,7 @@ export default async function signInPages(app: FastifyInstance) {
   const failures = app.budget('console-sign-in', FAILED_SIGN_INS, byAddress);
 
   app.get('/sign-in', { config: { html: true, consolePublic: true } }, async (request, reply) => {
-    if (keys.session(request)) return reply.redirect('/console', 303);
+    if (request.consoleSession) return reply.redirect('/console', 303);
     return renderConsole(request, reply, 'sign-in', { title: 'Sign in', signInToken: keys.signInFormToken(request, reply) });
   });
 
@@ -38,7 +39,9 @@ export default async function signInPages(app: FastifyInstance) {
     return reply.redirect('/console', 303);
   });
 
-  app.post('/sign-out', { config: { html: true } }, async (_request, reply) => {
+  app.post('/sign-out', { config: { html: true } }, async (request, reply) => {
+    const session = request.consoleSession;
+    await app.services.store.consoleSessions.signOut(sha256(session), keys.expiryOf(session));
     keys.endSession(reply);
     return reply.redirect('/console/sign-in', 303);
   });

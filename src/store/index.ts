@@ -3,6 +3,7 @@ import type { Db } from '../db/types.js';
 import { createAgentStore } from './agents.js';
 import { createAuditStore } from './audit.js';
 import { createClientStore } from './clients.js';
+import { createConsoleSessionStore } from './console-sessions.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore } from './grants.js';
 import { createKeyStore } from './keys.js';
@@ -20,6 +21,7 @@ export function createStore(db: Db, grantCache: GrantCache) {
     audit: createAuditStore(db),
     maintenance: createMaintenanceStore(db),
     keys: createKeyStore(db),
+    consoleSessions: createConsoleSessionStore(db),
   };
 }
 

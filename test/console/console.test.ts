@@ -228,11 +228,29 @@ describe(`the operators' console (${storeName})`, () => {
     expect((await op.get('/console/users?email=nobody@example.com')).body).toContain('No user has the email nobody@example.com.');
   });
 
-  it('signs out: the cookie is cleared', async () => {
+  it('signs out: the cookie is cleared, and a copy of it opens nothing any more while other sessions go on', async () => {
     const op = await operator(server);
+    const other = await operator(server);
     const res = await op.post('/console/sign-out', {});
     expect(res.statusCode).toBe(303);
     expect(res.headers.location).toBe('/console/sign-in');
     expect(res.cookies.find((c) => c.name === 'agent_auth_console')).toMatchObject({ value: '', path: '/console' });
+
+    // The old cookie, replayed (kept by the browser, or stolen): the sign-in form, and no action goes through.
+    const replayed = await op.get('/console/websites');
+    expect(replayed.statusCode).toBe(303);
+    expect(replayed.headers.location).toBe('/console/sign-in');
+    const form = await op.get('/console/sign-in');
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain('name="token"');
+    const before = (await server.adminCall('GET', '/admin/clients')).json.length;
+    expect((await op.post('/console/websites', { name: 'After sign-out', redirect_uris: 'https://late.example/cb' })).statusCode).toBe(303);
+    expect((await server.adminCall('GET', '/admin/clients')).json.length).toBe(before);
+
+    expect((await other.get('/console/websites')).statusCode).toBe(200);
+    // Remembered (as a digest) only until the session would have expired anyway; the purge then drops it.
+    const { rows } = await server.services.db.query<{ session_hash: string; expires_at: Date }>('SELECT * FROM console_signed_out');
+    const value = decodeURIComponent(op.cookie.slice('agent_auth_console='.length));
+    expect(rows).toEqual([{ session_hash: sha256(value), expires_at: new Date(Number(value.split('.')[0]) * 1000) }]);
   });
 });

@@ -42,6 +42,10 @@ describe(`purging expired rows (${storeName})`, () => {
       `UPDATE grants SET expires_at = now() - interval '1 day' WHERE id IN (SELECT id FROM grants ORDER BY created_at DESC LIMIT 1) RETURNING id`,
     );
     await db.query(`UPDATE revoked_access_tokens SET expires_at = now() - interval '1 second'`);
+    // A console session signed out of is remembered only until it would have expired.
+    await db.query(
+      `INSERT INTO console_signed_out (session_hash, expires_at) VALUES ('ended', now() - interval '1 second'), ('live', now() + interval '1 hour')`,
+    );
     const oldEvents = await db.query(`UPDATE audit_events SET at = now() - interval '31 days' WHERE request_id = $1`, [old.requestId]);
 
     const before = {
@@ -50,6 +54,7 @@ describe(`purging expired rows (${storeName})`, () => {
       refresh_tokens: await count('refresh_tokens'),
       grants: await count('grants'),
       revoked_access_tokens: await count('revoked_access_tokens'),
+      console_signed_out: await count('console_signed_out'),
       audit_events: await count('audit_events'),
     };
     const removed = await purgeExpired(db, { auditRetentionDays: 30 });
@@ -58,6 +63,7 @@ describe(`purging expired rows (${storeName})`, () => {
       auth_codes: 1,
       refresh_tokens: 1,
       revoked_access_tokens: 1,
+      console_signed_out: 1,
       signing_keys: 0,
       grants: 1,
       audit_events: oldEvents.rowCount,
