@@ -14,8 +14,9 @@ import { openPostgres } from '../src/db/postgres.js';
 import type { Db } from '../src/db/types.js';
 import { type BenchStore, cacheFillClient, pgliteStore, postgresStore, seedCacheFill, seedLargeStore, type StoreKind } from './lib/database.js';
 import { expectStatus, FORM } from './lib/http.js';
-import { hammer, inParallel, type LoadOptions, loop, type Measurement, refreshChain } from './lib/load.js';
+import { hammer, inParallel, type LoadOptions, loop, type Measurement, refreshChain, type Target } from './lib/load.js';
 import {
+  type ClientCredentials,
   codeExchangeBody,
   fullSignIn,
   introspectBody,
@@ -66,7 +67,7 @@ const codeCount = Number(args.codes ?? (smoke ? 50 : 3000));
 // A smoke run checks that everything works end to end; the million rows take minutes to seed.
 const largeRows = smoke || onlyOps || args['no-large'] ? 0 : Number(args.rows);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408, cacheFull: 38410 };
+const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408, cacheFull: 38410, headToHead: 38412 };
 const PEER_NOTE =
   'node-oidc-provider 9 (Koa) with a PostgreSQL key/value adapter (bench/peers/oidc-provider), opaque access tokens ' +
   '(its default; each one is a row), rotating refresh tokens, HS256 ID tokens, accounts in memory. It prints ' +
@@ -74,6 +75,24 @@ const PEER_NOTE =
   '(no database; one process only, nothing survives a restart), the fastest configuration it has.';
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
+
+/** The two hot reads of ours, for the token `access` of `client`. */
+const ourHotReads = (base: string, client: ClientCredentials, access: string): Record<HotRead, Target> => ({
+  userinfo: { url: `${base}/userinfo`, headers: { authorization: `Bearer ${access}` } },
+  introspect: { url: `${base}/introspect`, method: 'POST', headers: FORM, body: introspectBody(client, access) },
+});
+/** The same two of node-oidc-provider. */
+const peerHotReads = (base: string, access: string): Record<HotRead, Target> => ({
+  userinfo: { url: `${base}/me`, headers: { authorization: `Bearer ${access}` } },
+  introspect: { url: `${base}/token/introspection`, method: 'POST', headers: FORM, body: peerIntrospectBody(access) },
+});
+type HotRead = 'userinfo' | 'introspect';
+
+/** Of several measurements of one operation, per operation, the one with the median `by`. */
+function medians(samples: Record<string, Measurement[]>, by: (m: Measurement) => number): Record<string, Measurement> {
+  const median = (ms: Measurement[]) => [...ms].sort((a, b) => by(a) - by(b))[Math.floor(ms.length / 2)];
+  return Object.fromEntries(Object.entries(samples).map(([op, ms]) => [op, median(ms)]));
+}
 
 /** Our server runs as `npm start` runs it: node with the start script's flags, on the build in dist/. */
 function serverArgs(): string[] {
@@ -149,10 +168,10 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
     const chains = await inParallel(load.connections, load.connections, async () => (await fullSignIn(base, client, agent)).refresh_token);
     const prepared = await inParallel(codes, load.connections, () => signInToCode(base, client, agent));
 
-    const bearer = { authorization: `Bearer ${access}` };
+    const hotReads = ourHotReads(base, client, access);
     const operations: [string, () => Promise<Measurement>][] = [
-      ['userinfo', () => hammer({ url: `${base}/userinfo`, headers: bearer }, load)],
-      ['introspect', () => hammer({ url: `${base}/introspect`, method: 'POST', headers: FORM, body: introspectBody(client, access) }, load)],
+      ['userinfo', () => hammer(hotReads.userinfo, load)],
+      ['introspect', () => hammer(hotReads.introspect, load)],
       [
         'token (refresh_token)',
         () =>
@@ -248,9 +267,8 @@ async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
         }
       }
     }
-    const median = (ms: Measurement[]) => [...ms].sort((a, b) => a.p50 - b.p50)[Math.floor(ms.length / 2)];
-    const pick = (name: string) => Object.fromEntries(Object.entries(samples[name]).map(([op, ms]) => [op, median(ms)]));
-    report.large = { rows: largeRows, empty: pick('empty'), large: pick('large') };
+    const p50 = (m: Measurement) => m.p50;
+    report.large = { rows: largeRows, empty: medians(samples.empty, p50), large: medians(samples.large, p50) };
   } finally {
     for (const { server } of servers) await server.stop();
   }
@@ -309,6 +327,49 @@ async function benchCacheFull(store: BenchStore, report: Partial<StoreReport>) {
   }
 }
 
+const HEAD_TO_HEAD_ROUNDS = 3;
+
+/**
+ * Our hot reads against node-oidc-provider in memory with both servers up, measured in turns
+ * (HEAD_TO_HEAD_ROUNDS rounds, each server first in turn; the median rate counts), so that the
+ * machine's drift during a run weighs on both alike: the sections above measure them minutes apart.
+ */
+async function benchHeadToHead(store: BenchStore, report: Partial<StoreReport>) {
+  const port = PORTS.headToHead;
+  const ours = await startProcess(
+    'ours',
+    process.execPath,
+    serverArgs(),
+    ourEnv(port, port + 1, store.location('head_to_head')),
+    `http://127.0.0.1:${port}/healthz`,
+  );
+  const peer = await tsxProcess('peer in memory', 'bench/peers/oidc-provider/server.ts', { PEER_ADAPTER: 'memory' }, port + 2);
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const { client, agent } = await registerOurs(`http://127.0.0.1:${port + 1}`);
+    const peerBase = `http://127.0.0.1:${port + 2}`;
+    const sides = [
+      { name: 'ours', server: ours, reads: ourHotReads(base, client, (await fullSignIn(base, client, agent)).access_token) },
+      { name: 'peer in memory', server: peer, reads: peerHotReads(peerBase, (await peerSignIn(peerBase, 'bench-head-to-head')).access_token) },
+    ];
+    // Both warm (JIT) before anything counts.
+    for (const { reads } of sides) for (const target of Object.values(reads)) await hammer(target, { ...load, durationSeconds: 2 });
+    const samples: Record<string, Record<string, Measurement[]>> = { ours: {}, 'peer in memory': {} };
+    for (let round = 0; round < HEAD_TO_HEAD_ROUNDS; round++) {
+      for (const op of ['userinfo', 'introspect'] as const) {
+        for (const { name, server, reads } of round % 2 === 0 ? sides : [...sides].reverse()) {
+          (samples[name][op] ??= []).push(await measured(`${op} (${name})`, server, store, () => hammer(reads[op], load)));
+        }
+      }
+    }
+    const rate = (m: Measurement) => m.rate;
+    report.headToHead = { rounds: HEAD_TO_HEAD_ROUNDS, ours: medians(samples.ours, rate), peerInMemory: medians(samples['peer in memory'], rate) };
+  } finally {
+    await ours.stop();
+    await peer.stop();
+  }
+}
+
 /** node-oidc-provider over the store under test, or (`inMemory`) with its own in-memory adapter. */
 async function benchPeer(store: BenchStore, report: Partial<StoreReport>, inMemory = false) {
   const location = store.location('peer');
@@ -326,12 +387,9 @@ async function benchPeer(store: BenchStore, report: Partial<StoreReport>, inMemo
     const chains = await inParallel(load.connections, load.connections, async (i) => (await peerSignIn(base, `bench-account-${i}`)).refresh_token);
     server.resetRss();
     const peer: Record<string, Measurement> = {};
-    peer.userinfo = await measured('userinfo', server, store, () =>
-      hammer({ url: `${base}/me`, headers: { authorization: `Bearer ${access}` } }, load),
-    );
-    peer.introspect = await measured('introspect', server, store, () =>
-      hammer({ url: `${base}/token/introspection`, method: 'POST', headers: FORM, body: peerIntrospectBody(access) }, load),
-    );
+    const hotReads = peerHotReads(base, access);
+    peer.userinfo = await measured('userinfo', server, store, () => hammer(hotReads.userinfo, load));
+    peer.introspect = await measured('introspect', server, store, () => hammer(hotReads.introspect, load));
     peer['token (refresh_token)'] = await measured('token (refresh_token)', server, store, () =>
       hammer(refreshChain(`${base}/token`, chains, peerRefreshBody), load),
     );
@@ -356,7 +414,9 @@ async function benchCeiling(store: BenchStore, report: Partial<StoreReport>) {
 async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
   log(`\n== store: ${kind} ==`);
   const store =
-    kind === 'postgres' ? await postgresStore(adminUrl, ['ours', 'peer', 'rt_ours', 'rt_peer', 'empty', 'large', 'cache_full']) : pgliteStore();
+    kind === 'postgres'
+      ? await postgresStore(adminUrl, ['ours', 'peer', 'rt_ours', 'rt_peer', 'empty', 'large', 'cache_full', 'head_to_head'])
+      : pgliteStore();
   const openCounted = (name: string): Promise<Db> =>
     kind === 'postgres' ? Promise.resolve(openPostgres(store.location(name).url!)) : openPglite('memory');
   const report: Partial<StoreReport> = {
@@ -382,6 +442,10 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
         log('node-oidc-provider, in-memory adapter');
         await benchPeer(store, report, true);
       }
+      if (only('head to head')) {
+        log('ours and node-oidc-provider in memory, in turns');
+        await benchHeadToHead(store, report);
+      }
       return undefined;
     }
     log('round trips (in process, counting Db)');
@@ -405,6 +469,8 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
       await benchPeer(store, report);
       log('node-oidc-provider, in-memory adapter');
       await benchPeer(store, report, true);
+      log('ours and node-oidc-provider in memory, in turns');
+      await benchHeadToHead(store, report);
     }
   } finally {
     await store.dispose();
