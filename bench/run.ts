@@ -67,7 +67,8 @@ const codeCount = Number(args.codes ?? (smoke ? 50 : 3000));
 // A smoke run checks that everything works end to end; the million rows take minutes to seed.
 const largeRows = smoke || onlyOps || args['no-large'] ? 0 : Number(args.rows);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-const PORTS = { ours: 38400, oursAdmin: 38401, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408, cacheFull: 38410, headToHead: 38412 };
+// Each of our servers takes its port and the next (the admin listener).
+const PORTS = { ours: 38400, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408, cacheFull: 38410, headToHead: 38412 };
 const PEER_NOTE =
   'node-oidc-provider 9 (Koa) with a PostgreSQL key/value adapter (bench/peers/oidc-provider), opaque access tokens ' +
   '(its default; each one is a row), rotating refresh tokens, HS256 ID tokens, accounts in memory. It prints ' +
@@ -100,6 +101,16 @@ function serverArgs(): string[] {
   const [node, ...rest] = scripts.start.split(/\s+/);
   if (node !== 'node') throw new Error(`unexpected start script: ${scripts.start}`);
   return rest.map((arg) => (arg.startsWith('dist/') ? `${serverDir}${arg}` : arg));
+}
+
+/**
+ * One of our servers on `port` (its admin listener on the next port) over the store's `location`:
+ * the process, and the base URLs of both listeners.
+ */
+async function startOurs(name: string, port: number, location: { url?: string; dataDir?: string }, nodeFlags: string[] = []) {
+  const base = `http://127.0.0.1:${port}`;
+  const server = await startProcess(name, process.execPath, [...nodeFlags, ...serverArgs()], ourEnv(port, port + 1, location), `${base}/healthz`);
+  return { server, base, adminBase: `http://127.0.0.1:${port + 1}` };
 }
 
 function tsxProcess(name: string, file: string, env: Record<string, string>, port: number) {
@@ -150,18 +161,15 @@ function requestFlow(url: string, init: RequestInit) {
 }
 
 async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
-  const location = store.location('ours');
   const profileDir = `${args.out}/profiles`;
-  const server = await startProcess(
+  const { server, base, adminBase } = await startOurs(
     'ours',
-    process.execPath,
-    [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), ...serverArgs()],
-    ourEnv(PORTS.ours, PORTS.oursAdmin, location),
-    `http://127.0.0.1:${PORTS.ours}/healthz`,
+    PORTS.ours,
+    store.location('ours'),
+    args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
   );
-  const base = `http://127.0.0.1:${PORTS.ours}`;
   try {
-    const { client, agent } = await registerOurs(`http://127.0.0.1:${PORTS.oursAdmin}`);
+    const { client, agent } = await registerOurs(adminBase);
     const codes = only('token (authorization_code)') ? codeCount : 0;
     log(`  preparing: ${load.connections + 1} sign-ins, ${codes} codes`);
     const access = (await fullSignIn(base, client, agent)).access_token;
@@ -224,13 +232,11 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
  * that the machine's load drifting during the run weighs on both alike.
  */
 async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
-  const servers: { name: 'empty' | 'large'; server: ServerProcess; base: string; adminUrl: string; url: string }[] = [];
+  const servers: { name: 'empty' | 'large'; server: ServerProcess; base: string; adminBase: string; url: string }[] = [];
   try {
     for (const [i, name] of (['empty', 'large'] as const).entries()) {
-      const port = PORTS.large + 2 * i;
       const location = store.location(name);
-      const server = await startProcess(name, process.execPath, serverArgs(), ourEnv(port, port + 1, location), `http://127.0.0.1:${port}/healthz`);
-      servers.push({ name, server, base: `http://127.0.0.1:${port}`, adminUrl: `http://127.0.0.1:${port + 1}`, url: location.url! });
+      servers.push({ name, ...(await startOurs(name, PORTS.large + 2 * i, location)), url: location.url! });
     }
     log(`  seeding ${largeRows.toLocaleString('en')} refresh tokens and past requests`);
     const t0 = Date.now();
@@ -238,8 +244,8 @@ async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
     log(`  seeded in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
 
     const flows = await Promise.all(
-      servers.map(async ({ base, adminUrl, server }) => {
-        const { client, agent } = await registerOurs(adminUrl);
+      servers.map(async ({ base, adminBase, server }) => {
+        const { client, agent } = await registerOurs(adminBase);
         const access = (await fullSignIn(base, client, agent)).access_token;
         const chains = await inParallel(load.connections, load.connections, async () => (await fullSignIn(base, client, agent)).refresh_token);
         return {
@@ -284,17 +290,9 @@ async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
 async function benchCacheFull(store: BenchStore, report: Partial<StoreReport>) {
   const size = defaultOf('GRANT_CACHE_SIZE');
   const location = store.location('cache_full');
-  const port = PORTS.cacheFull;
-  const server = await startProcess(
-    'cache full',
-    process.execPath,
-    serverArgs(),
-    ourEnv(port, port + 1, location),
-    `http://127.0.0.1:${port}/healthz`,
-  );
-  const base = `http://127.0.0.1:${port}`;
+  const { server, base, adminBase } = await startOurs('cache full', PORTS.cacheFull, location);
   try {
-    const { agent } = await registerOurs(`http://127.0.0.1:${port + 1}`);
+    const { agent } = await registerOurs(adminBase);
     log(`  seeding ${size.toLocaleString('en')} websites and grants, one access token each`);
     await seedCacheFill(location.url!, size, agent.agent_id);
     const tokens = await inParallel(size, load.connections, async (i) => {
@@ -335,19 +333,12 @@ const HEAD_TO_HEAD_ROUNDS = 3;
  * machine's drift during a run weighs on both alike: the sections above measure them minutes apart.
  */
 async function benchHeadToHead(store: BenchStore, report: Partial<StoreReport>) {
-  const port = PORTS.headToHead;
-  const ours = await startProcess(
-    'ours',
-    process.execPath,
-    serverArgs(),
-    ourEnv(port, port + 1, store.location('head_to_head')),
-    `http://127.0.0.1:${port}/healthz`,
-  );
-  const peer = await tsxProcess('peer in memory', 'bench/peers/oidc-provider/server.ts', { PEER_ADAPTER: 'memory' }, port + 2);
+  const { server: ours, base, adminBase } = await startOurs('ours', PORTS.headToHead, store.location('head_to_head'));
+  const peerPort = PORTS.headToHead + 2;
+  const peer = await tsxProcess('peer in memory', 'bench/peers/oidc-provider/server.ts', { PEER_ADAPTER: 'memory' }, peerPort);
   try {
-    const base = `http://127.0.0.1:${port}`;
-    const { client, agent } = await registerOurs(`http://127.0.0.1:${port + 1}`);
-    const peerBase = `http://127.0.0.1:${port + 2}`;
+    const { client, agent } = await registerOurs(adminBase);
+    const peerBase = `http://127.0.0.1:${peerPort}`;
     const sides = [
       { name: 'ours', server: ours, reads: ourHotReads(base, client, (await fullSignIn(base, client, agent)).access_token) },
       { name: 'peer in memory', server: peer, reads: peerHotReads(peerBase, (await peerSignIn(peerBase, 'bench-head-to-head')).access_token) },
