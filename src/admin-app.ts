@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { adminTokenMatcher } from './admin/admin-token.js';
 import adminAgentRoutes from './admin/agents.js';
-import adminAuditRoutes from './admin/audit.js';
+import adminAuditRoutes from './admin/audit-log.js';
 import adminClientRoutes from './admin/clients.js';
 import adminGrantRoutes from './admin/grants.js';
-import adminKeyRoutes from './admin/keys.js';
-import { type AppOptions, createFastify } from './app.js';
+import adminKeyRoutes from './admin/signing-keys.js';
 import consolePlugin from './console/index.js';
 import { Unauthorized } from './errors.js';
+import { type AppOptions, createFastify } from './fastify.js';
 import errorHandler from './plugins/error-handler.js';
 import { metricsEndpoint } from './plugins/metrics.js';
 

@@ -1,10 +1,8 @@
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import type { TrustProxy } from './config.js';
-import { loggerOptions, requestLogger } from './logger.js';
-import errorHandler, { sendError, toOAuthError } from './plugins/error-handler.js';
+import type { FastifyInstance } from 'fastify';
+import { type AppOptions, createFastify } from './fastify.js';
+import errorHandler from './plugins/error-handler.js';
 import htmlPages from './plugins/html-pages.js';
 import { requestMetrics } from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
@@ -22,67 +20,6 @@ import revokeRoutes from './routes/revoke.js';
 import tokenRoutes from './routes/token.js';
 import userinfoRoutes from './routes/userinfo.js';
 import type { Services } from './services.js';
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    services: Services;
-  }
-}
-
-// A caller's (or proxy's) X-Request-ID is kept when it looks like an id, so one id follows a request across hops.
-const REQUEST_ID = /^[\w.:+=@/-]{1,128}$/;
-
-export interface AppOptions {
-  logger?: FastifyServerOptions['logger'];
-  loggerInstance?: FastifyServerOptions['loggerInstance'];
-}
-
-/**
- * TRUST_PROXY for Fastify. A hop count trusts that many proxies, the nearest first, so the address
- * the outermost of them saw is the client's (docs/operations.md); Fastify given a bare number
- * trusts none, hence the function.
- */
-function trustProxyOption(trusted: TrustProxy): FastifyServerOptions['trustProxy'] {
-  return typeof trusted === 'number' ? (_address: string, hop: number) => hop < trusted : trusted;
-}
-
-/** Shared by the public and the admin listener: logging, validation, error format. */
-export function createFastify(services: Services, options: AppOptions = {}): FastifyInstance {
-  const app = Fastify({
-    logger: options.loggerInstance ? undefined : (options.logger ?? loggerOptions(services.config.logLevel)),
-    loggerInstance: options.loggerInstance,
-    trustProxy: trustProxyOption(services.config.trustProxy),
-    bodyLimit: 64 * 1024,
-    requestIdHeader: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
-    },
-    childLoggerFactory: requestLogger,
-    routerOptions: { maxParamLength: 200 },
-    // The router's own refusals (an over-long or badly encoded path parameter) bypass the error
-    // handler; they get the same format. No browser route has path parameters, hence JSON.
-    frameworkErrors: (err, request, reply) => sendError(toOAuthError(err, request), request, reply, false),
-  });
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
-  app.decorate('services', services);
-  // Logs carry the same id as `reqId`: a caller quoting the header finds its request.
-  // Callback-style hooks here and below: every request runs them, and an async hook costs a promise.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
-  // While draining, answers close their connection: one kept alive after closing began would hold
-  // the shutdown until its keep-alive timeout.
-  let closing = false;
-  app.addHook('preClose', async () => void (closing = true));
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
-  return app;
-}
 
 /** The public listener: everything websites, agents and browsers talk to. */
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {

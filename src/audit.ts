@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AuditEvent } from './store/audit.js';
+import type { AuditEvent } from './store/audit-log.js';
 
 /** Ids and names only: never a secret, code or token. */
 export interface AuditFields {

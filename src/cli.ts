@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { adminTokenPath } from './admin/admin-token.js';
 import { defaultOf } from './config.js';
+import { replaceUnprintable } from './protocol/text.js';
 
 /** `agent-auth`: the operators' command line over the admin API (docs/protocol.md, README "Registering"). */
 
@@ -55,18 +56,17 @@ async function request(options: GlobalOptions, method: string, path: string, bod
   return data;
 }
 
-// Control, format (bidi, zero-width) and line-separator characters: printed raw, a value could move
-// the cursor, recolour or reorder the terminal, or forge a line of output (an audit row, say).
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\u2028\u2029]/gu;
+// Unprintable characters (src/protocol/text.ts) printed raw could move the cursor, recolour or
+// reorder the terminal, or forge a line of output (an audit row, say).
 const escapeUnit = (char: string) => Array.from({ length: char.length }, (_, i) => `\\u${char.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
 
 /** `text` with every unprintable character written as JSON escapes it (\uXXXX per UTF-16 unit). */
-const escapeControls = (text: string) => text.replace(UNPRINTABLE, escapeUnit);
+const escapeControls = (text: string) => replaceUnprintable(text, escapeUnit);
 
 const show = (value: unknown) => escapeControls(Array.isArray(value) ? value.join(', ') : value === null ? '-' : String(value));
 
 /** JSON.stringify escapes C0 controls inside strings; the rest is escaped here, leaving the layout's newlines. */
-const printJson = (data: unknown) => console.log(JSON.stringify(data, null, 2).replace(/[^\P{Cc}\n]|[\p{Cf}\u2028\u2029]/gu, escapeUnit));
+const printJson = (data: unknown) => console.log(replaceUnprintable(JSON.stringify(data, null, 2), escapeUnit, '\n'));
 
 function printRecord(row: Row) {
   const width = Math.max(...Object.keys(row).map((k) => k.length));

@@ -77,7 +77,7 @@ export class AccessDenied extends OAuthError {
 }
 
 /** The agent expected another website than the one this sign-in is for (docs/protocol.md). */
-export class WrongWebsite extends OAuthError {
+export class RedirectOriginMismatch extends OAuthError {
   constructor(actualOrigin: string, expectedOrigin: string) {
     super('redirect_origin_mismatch', `this sign-in is for ${actualOrigin}, not ${expectedOrigin}`, 403);
   }

@@ -1,11 +1,11 @@
 import { GrantCache } from './cache/grant-cache.js';
 import type { Config } from './config.js';
-import { type Keyring, keyringFrom } from './crypto/keys.js';
+import { type Keyring, keyringFrom } from './crypto/keyring.js';
 import { randomToken } from './crypto/secrets.js';
 import { openDb } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import type { Db } from './db/types.js';
-import { type RequestChanges, watchRequestChanges } from './events/request-changes.js';
+import { type SignInChanges, watchSignInChanges } from './events/sign-in-changes.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
 import { createStore, type Store } from './store/index.js';
@@ -19,7 +19,7 @@ export interface Services {
   /** OpenID Connect mode only (ID_TOKEN_SIGNING_ALG): the keys that sign ID tokens. */
   signingKeys?: SigningKeys;
   metrics: Metrics;
-  requestChanges: RequestChanges;
+  signInChanges: SignInChanges;
 }
 
 export async function openServices(config: Config, db?: Db): Promise<Services> {
@@ -27,14 +27,14 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
   try {
     await migrate(database);
     const signingKeys = config.idTokenSigningAlg ? await openSigningKeys(database, config.idTokenSigningAlg, config.ttl.accessToken) : undefined;
-    const requestChanges = await watchRequestChanges(database);
+    const signInChanges = await watchSignInChanges(database);
     const metrics = createMetrics();
     const grantCache = new GrantCache(config.grantCacheSize, metrics);
     await grantCache.listen(database);
     const store = createStore(database, grantCache);
     // The configured secrets, or else the one kept in the store (generated on first start).
-    const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.keys.jwtSecret(randomToken(48))]);
-    return { config, db: database, store, keyring, signingKeys, metrics, requestChanges };
+    const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.serverKeys.jwtSecret(randomToken(48))]);
+    return { config, db: database, store, keyring, signingKeys, metrics, signInChanges };
   } catch (err) {
     await database.close().catch(() => {});
     throw err;

@@ -7,11 +7,11 @@ import { toOAuthError } from '../plugins/error-handler.js';
 import htmlPages from '../plugins/html-pages.js';
 import rateLimits from '../plugins/rate-limit.js';
 import agentPages from './agents.js';
-import auditPages from './audit.js';
+import auditPages from './audit-log.js';
 import homePage from './home.js';
+import loginPages from './login.js';
 import { FormProblem, renderConsole } from './render.js';
 import { type ConsoleKeys, consoleKeys } from './session.js';
-import signInPages from './sign-in.js';
 import userPages from './users.js';
 import websitePages from './websites.js';
 
@@ -20,11 +20,11 @@ declare module 'fastify' {
     consoleKeys: ConsoleKeys;
   }
   interface FastifyRequest {
-    /** The operator's session value; empty on the sign-in form and the assets when there is none. */
+    /** The operator's session value; empty on the login form and the assets when there is none. */
     consoleSession: string;
   }
   interface FastifyContextConfig {
-    /** Console routes open without a session: the sign-in form and the assets. */
+    /** Console routes open without a session: the login form and the assets. */
     consolePublic?: boolean;
   }
 }
@@ -42,7 +42,7 @@ export default async function consolePlugin(app: FastifyInstance, options: { adm
   await app.register(htmlPages, { formActionSelf: true });
   await app.register(rateLimits);
 
-  // Anything but the sign-in form and the assets needs a session; without one, the sign-in form.
+  // Anything but the login form and the assets needs a session; without one, the login form.
   app.addHook('onRequest', async (request, reply) => {
     // The shared script and the logo (src/plugins/html-pages.ts) are the same for everyone.
     if (request.routeOptions.url?.startsWith('/console/assets/')) return;
@@ -78,7 +78,7 @@ export default async function consolePlugin(app: FastifyInstance, options: { adm
     }),
   );
 
-  await app.register(signInPages);
+  await app.register(loginPages);
   await app.register(homePage);
   await app.register(websitePages);
   await app.register(agentPages);

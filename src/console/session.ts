@@ -4,7 +4,7 @@ import { adminTokenMatcher } from '../admin/admin-token.js';
 import { randomToken, safeEqual } from '../crypto/secrets.js';
 
 const SESSION_COOKIE = 'agent_auth_console';
-const SIGN_IN_COOKIE = 'agent_auth_console_sign_in';
+const LOGIN_COOKIE = 'agent_auth_console_sign_in';
 const FLASH_COOKIE = 'agent_auth_console_flash';
 const SESSION_HOURS = 8;
 
@@ -44,7 +44,7 @@ export function consoleKeys(adminToken: string) {
       const expires = Math.floor(Date.now() / 1000) + SESSION_HOURS * 3600;
       const body = `${expires}.${randomToken(16)}`;
       reply.setCookie(SESSION_COOKIE, `${body}.${mac(sessionKey, body)}`, cookie(request, SESSION_HOURS * 3600));
-      reply.clearCookie(SIGN_IN_COOKIE, { path: '/console' });
+      reply.clearCookie(LOGIN_COOKIE, { path: '/console' });
     },
 
     /** When a session value (as `session` returns it) expires. */
@@ -72,20 +72,20 @@ export function consoleKeys(adminToken: string) {
     },
 
     /**
-     * The sign-in form's token, before any session exists: tied to a random cookie of this browser
+     * The login form's token, before any session exists: tied to a random cookie of this browser
      * (double submit), so another site cannot post the form in the operator's browser.
      */
-    signInFormToken(request: FastifyRequest, reply: FastifyReply): string {
-      let nonce = request.cookies[SIGN_IN_COOKIE];
+    loginFormToken(request: FastifyRequest, reply: FastifyReply): string {
+      let nonce = request.cookies[LOGIN_COOKIE];
       if (!nonce || !/^[\w-]{22}$/.test(nonce)) {
         nonce = randomToken(16);
-        reply.setCookie(SIGN_IN_COOKIE, nonce, cookie(request, 3600));
+        reply.setCookie(LOGIN_COOKIE, nonce, cookie(request, 3600));
       }
       return mac(formKey, `sign-in:${nonce}`);
     },
 
-    signInFormTokenMatches(request: FastifyRequest, presented: string): boolean {
-      const nonce = request.cookies[SIGN_IN_COOKIE];
+    loginFormTokenMatches(request: FastifyRequest, presented: string): boolean {
+      const nonce = request.cookies[LOGIN_COOKIE];
       return Boolean(nonce) && safeEqual(mac(formKey, `sign-in:${nonce}`), presented);
     },
 

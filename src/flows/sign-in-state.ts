@@ -1,6 +1,6 @@
 import { AccessDenied, OAuthError, RequestExpired } from '../errors.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
-import type { RequestState } from '../store/requests.js';
+import type { SignInState } from '../store/sign-ins.js';
 
 /**
  * What a sign-in's state means to whoever asks, worked out here only (docs/protocol.md, sign-in
@@ -13,7 +13,7 @@ import type { RequestState } from '../store/requests.js';
 const DENIED = 'this sign-in was denied';
 
 /** Why a sign-in can no longer move on, as the error to answer with; undefined while it can. */
-export function endedError(state: RequestState, deniedStatus: 400 | 403): OAuthError | undefined {
+export function endedError(state: SignInState, deniedStatus: 400 | 403): OAuthError | undefined {
   if (state.expired) return new RequestExpired();
   if (state.status === 'error') return new AccessDenied(DENIED, deniedStatus, state.error ?? SIGN_IN_ERRORS.accessDenied);
   return undefined;
@@ -22,7 +22,7 @@ export function endedError(state: RequestState, deniedStatus: 400 | 403): OAuthE
 /** check-status's body: the status, and for an ended sign-in, why; never the code. */
 export type StatusAnswer = { status: Exclude<SignInStatus, 'error'> } | { status: 'error'; error: string; error_description: string };
 
-export function statusAnswer(state: RequestState): StatusAnswer {
+export function statusAnswer(state: SignInState): StatusAnswer {
   const ended = endedError(state, 400);
   if (ended) return { status: 'error', error: ended.error, error_description: ended.description };
   return { status: state.status as Exclude<SignInStatus, 'error'> };

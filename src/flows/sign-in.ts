@@ -1,14 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { logAudit } from '../audit.js';
 import { safeEqual, sha256, verifySecret } from '../crypto/secrets.js';
-import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, WrongWebsite } from '../errors.js';
-import type { RequestWatch } from '../events/request-changes.js';
+import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, RedirectOriginMismatch } from '../errors.js';
+import type { SignInWatch } from '../events/sign-in-changes.js';
 import { redirectOrigin, redirectToClient } from '../oauth/redirect.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import { idText } from '../protocol/text.js';
 import type { Services } from '../services.js';
-import type { AuthenticationFailure } from '../store/audit.js';
-import type { AuthenticatedRequest, EndedRequest, NewRequest, RequestDetails, RequestState } from '../store/requests.js';
+import type { AuthenticationFailure } from '../store/audit-log.js';
+import type { AuthenticatedSignIn, EndedSignIn, NewSignIn, SignInDetails, SignInState } from '../store/sign-ins.js';
 import { browserSecret, clearBindingCookie, newBrowserBinding, setBindingCookie } from './browser-binding.js';
 import { endedError, type StatusAnswer, statusAnswer } from './sign-in-state.js';
 import { noteExpiry, recordStep, type StepRecorders } from './steps.js';
@@ -25,10 +25,10 @@ export const requestIdSchema = idText().describe('the authorization request id f
 const recorders = ({ metrics }: Services, request: FastifyRequest): StepRecorders => ({ log: request.log, metrics });
 
 /** Records a new sign-in and binds it to the browser that asked (docs/security.md). */
-export async function start(services: Services, request: FastifyRequest, reply: FastifyReply, input: Omit<NewRequest, 'browser_hash'>) {
+export async function start(services: Services, request: FastifyRequest, reply: FastifyReply, input: Omit<NewSignIn, 'browser_hash'>) {
   const { config, store } = services;
   const binding = newBrowserBinding();
-  const created = await store.requests.create({ ...input, browser_hash: binding.hash }, config.ttl.authRequest);
+  const created = await store.signIns.create({ ...input, browser_hash: binding.hash }, config.ttl.authRequest);
   setBindingCookie(reply, config, created.id, binding.secret);
   recordStep(recorders(services, request), 'started', { request_id: created.id, client_id: input.client_id });
   return created;
@@ -44,7 +44,7 @@ export interface AgentProof {
 }
 
 /** The authenticate answer: which website the agent has just signed in to, so it can check it. */
-const authenticatedAnswer = (requestId: string, request: AuthenticatedRequest) => ({
+const authenticatedAnswer = (requestId: string, request: AuthenticatedSignIn) => ({
   status: 'authenticated' as const,
   request_id: requestId,
   client_id: request.client_id,
@@ -59,7 +59,7 @@ export async function authenticate(services: Services, request: FastifyRequest, 
   const who = { request_id: requestId, agent_id: agentId, model };
   // The reason goes to the audit log (row and line), never into the answer.
   const refuse = async (reason: AuthenticationFailure, error: OAuthError) => {
-    await store.audit.recordAuthenticationFailure({ requestId, agentId, model, reason });
+    await store.auditLog.recordAuthenticationFailure({ requestId, agentId, model, reason });
     logAudit(request.log, 'agent_authentication_failed', { ...who, reason });
     return error;
   };
@@ -76,21 +76,21 @@ export async function authenticate(services: Services, request: FastifyRequest, 
   // redirect URI never changes, so reading it first leaves no gap.
   if (expectedOrigin !== undefined) {
     const wanted = redirectOrigin(expectedOrigin);
-    const target = await store.requests.get(requestId);
+    const target = await store.signIns.get(requestId);
     // This read may be the one that notices the expiry: log it now, the later reads will not.
     if (target) noteExpiry(recorders(services, request), target);
     const origin = target && redirectOrigin(target.redirect_uri);
     if (origin && origin !== wanted) {
-      throw await refuse('wrong_website', new WrongWebsite(origin, wanted));
+      throw await refuse('wrong_website', new RedirectOriginMismatch(origin, wanted));
     }
   }
 
-  const authenticated = await store.requests.authenticate(requestId, agentId, model);
+  const authenticated = await store.signIns.authenticate(requestId, agentId, model);
   if (authenticated) {
     recordStep(recorders(services, request), 'authenticated', { ...who, client_id: authenticated.client_id });
     return authenticatedAnswer(requestId, authenticated);
   }
-  const current = await store.requests.getDetails(requestId);
+  const current = await store.signIns.getDetails(requestId);
   if (!current) throw await refuse('request_not_found', new NotFound('the authorization request does not exist'));
   noteExpiry(recorders(services, request), current);
   const sameCall = current.agent_id === agentId && current.model === model;
@@ -111,8 +111,8 @@ export async function authenticate(services: Services, request: FastifyRequest, 
   throw await refuse('request_taken', new Conflict(SIGN_IN_ERRORS.requestAlreadyAuthenticated, taken));
 }
 
-export interface BrowserRequest {
-  details: RequestDetails;
+export interface BrowserSignIn {
+  details: SignInDetails;
   /** The browser's binding secret (from its cookie) and the hash the request stores. */
   secret: string;
   browserHash: string;
@@ -124,8 +124,8 @@ export interface BrowserRequest {
  * A sign-in that has ended says why first (check-status tells anyone as much): the binding
  * cookie lives only as long as the request, so at expiry the browser has already dropped it.
  */
-export async function loadBrowserRequest(services: Services, request: FastifyRequest, requestId: string): Promise<BrowserRequest> {
-  const details = await services.store.requests.getDetails(requestId);
+export async function loadBrowserSignIn(services: Services, request: FastifyRequest, requestId: string): Promise<BrowserSignIn> {
+  const details = await services.store.signIns.getDetails(requestId);
   if (!details) throw new NotFound('the authorization request does not exist');
   noteExpiry(recorders(services, request), details);
   const ended = endedError(details, 400);
@@ -149,7 +149,7 @@ export interface BrowserStep {
 }
 
 /** A sign-in ended in its browser: its cookie has no use left, and the step is recorded. */
-function endedInBrowser({ services, request, reply, requestId }: BrowserStep, step: 'completed' | 'denied', ended: EndedRequest) {
+function endedInBrowser({ services, request, reply, requestId }: BrowserStep, step: 'completed' | 'denied', ended: EndedSignIn) {
   clearBindingCookie(reply, services.config, requestId);
   const { client_id, agent_id, model } = ended;
   recordStep(recorders(services, request), step, { request_id: requestId, client_id, agent_id, model });
@@ -161,7 +161,7 @@ function endedInBrowser({ services, request, reply, requestId }: BrowserStep, st
  */
 export async function tryComplete(browser: BrowserStep): Promise<string | undefined> {
   const { config, store } = browser.services;
-  const done = await store.requests.complete(browser.requestId, browser.browserHash, config.ttl.authCode);
+  const done = await store.signIns.complete(browser.requestId, browser.browserHash, config.ttl.authCode);
   if (!done) return undefined;
   endedInBrowser(browser, 'completed', done);
   return redirectToClient(done.redirect_uri, { code: done.code, state: done.state, iss: config.issuer });
@@ -178,7 +178,7 @@ export async function complete(browser: BrowserStep): Promise<string> {
 /** authenticated -> error (access_denied): the person pressed Deny; returns the website's redirect URL. */
 export async function deny(browser: BrowserStep): Promise<string> {
   const { config, store } = browser.services;
-  const denied = await store.requests.deny(browser.requestId, browser.browserHash);
+  const denied = await store.signIns.deny(browser.requestId, browser.browserHash);
   if (!denied) throw new InvalidRequest('this sign-in can no longer be answered; start again from the website');
   endedInBrowser(browser, 'denied', denied);
   return redirectToClient(denied.redirect_uri, {
@@ -206,14 +206,14 @@ export interface StatusWait {
  * expires or is gone, when the wait is up, or when `stop` fires.
  */
 async function awaitChange(
-  read: () => Promise<RequestState | undefined>,
-  initial: RequestState,
+  read: () => Promise<SignInState | undefined>,
+  initial: SignInState,
   before: SignInStatus,
-  watch: RequestWatch,
+  watch: SignInWatch,
   { waitMs, stop }: StatusWait,
 ) {
   const deadline = Date.now() + waitMs;
-  let state: RequestState | undefined = initial;
+  let state: SignInState | undefined = initial;
   while (state && statusAnswer(state).status === before && (before === 'pending' || before === 'authenticated')) {
     const left = Math.min(deadline, state.expires_at.getTime() + 50) - Date.now();
     if (left <= 0 || stop.aborted) break;
@@ -227,9 +227,9 @@ async function awaitChange(
 /** A sign-in's state as check-status reports it; with `wait`, once it changes (a long poll). */
 export async function status(services: Services, request: FastifyRequest, requestId: string, wait?: StatusWait): Promise<StatusAnswer> {
   const { store } = services;
-  const read = () => store.requests.get(requestId);
-  const watch = wait ? services.requestChanges.watch(requestId) : undefined;
-  let state: RequestState | undefined;
+  const read = () => store.signIns.get(requestId);
+  const watch = wait ? services.signInChanges.watch(requestId) : undefined;
+  let state: SignInState | undefined;
   try {
     state = await read();
     if (state && watch && wait) state = await awaitChange(read, state, wait.lastStatus ?? statusAnswer(state).status, watch, wait);

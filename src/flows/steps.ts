@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type AuditFields, logAudit } from '../audit.js';
 import type { Metrics } from '../metrics.js';
-import type { RequestState } from '../store/requests.js';
+import type { SignInState } from '../store/sign-ins.js';
 
 // Each step a sign-in takes: its stage in agent_auth_sign_ins_total, and its audit event.
 const AUDIT_EVENT_OF = {
@@ -32,7 +32,7 @@ export function recordStep({ log, metrics }: StepRecorders, step: SignInStep, fi
  * The expiry of a sign-in, recorded once: by the read that noticed it and wrote it down (however
  * often the expiry is reported afterwards).
  */
-export function noteExpiry(recorders: StepRecorders, state: RequestState): void {
+export function noteExpiry(recorders: StepRecorders, state: SignInState): void {
   if (!state.newly_expired) return;
   recordStep(recorders, 'expired', { request_id: state.id, client_id: state.client_id, agent_id: state.agent_id, model: state.model });
 }

@@ -3,7 +3,7 @@ import type { Db } from '../db/types.js';
 import { recordStep } from '../flows/steps.js';
 import type { Metrics } from '../metrics.js';
 import { createMaintenanceStore } from '../store/maintenance.js';
-import { createRequestStore } from '../store/requests.js';
+import { createSignInStore } from '../store/sign-ins.js';
 
 const BATCH = 1000;
 
@@ -20,7 +20,7 @@ export interface PurgeOptions {
  * nobody looked at since they ran out of time, so that every abandoned sign-in is in the audit log.
  */
 export async function purgeExpired(db: Db, { auditRetentionDays, log, metrics }: PurgeOptions): Promise<Record<string, number>> {
-  const requests = createRequestStore(db);
+  const requests = createSignInStore(db);
   for (;;) {
     const expired = await requests.expireOverdue(BATCH);
     for (const request of expired) recordStep({ log, metrics }, 'expired', request);

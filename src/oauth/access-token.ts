@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import type { Keyring } from '../crypto/keys.js';
+import type { Keyring } from '../crypto/keyring.js';
 import { randomToken, safeEqual } from '../crypto/secrets.js';
 import type { GrantSubject } from '../store/grants.js';
 import type { Store } from '../store/index.js';

@@ -1,7 +1,7 @@
 import { calculateJwkThumbprint, type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
 import type { Queryable } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
-import { createKeyStore } from '../store/keys.js';
+import { createServerKeyStore } from '../store/server-keys.js';
 
 export type { SigningAlg } from '../protocol/signing.js';
 
@@ -58,7 +58,7 @@ export async function openSigningKeys(db: Queryable, alg: SigningAlg, tokenLifet
   let cached: { key: CurrentSigningKey; readAt: number } | undefined;
   let published: { keys: Promise<PublishedKey[]>; readAt: number } | undefined;
 
-  const store = createKeyStore(db);
+  const store = createServerKeyStore(db);
 
   async function readCurrent(): Promise<CurrentSigningKey | undefined> {
     const stored = await store.currentSigningKey<SigningAlg, JWK>();

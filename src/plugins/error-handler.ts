@@ -12,7 +12,7 @@ import {
   UriTooLong,
 } from '../errors.js';
 import { throttledWarning } from '../logger.js';
-import { renderErrorPage } from '../pages/request-pages.js';
+import { renderErrorPage } from '../pages/sign-in-pages.js';
 import { routeLabel } from './metrics.js';
 
 declare module 'fastify' {

@@ -3,9 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidCredentials } from '../errors.js';
 import { authenticate, requestIdSchema } from '../flows/sign-in.js';
-import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import { byAddress, failureCounter } from '../plugins/rate-limit.js';
 import { displayText, idText } from '../protocol/text.js';
+import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
 const bodySchema = z.object({
   request_id: requestIdSchema,

@@ -3,9 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { sha256 } from '../crypto/secrets.js';
 import { browserSecret, csrfToken } from '../flows/browser-binding.js';
-import { complete, loadBrowserRequest, requestIdSchema, tryComplete } from '../flows/sign-in.js';
-import { htmlPage, noBody, UNAVAILABLE } from '../openapi.js';
-import { renderRequestPage } from '../pages/request-pages.js';
+import { complete, loadBrowserSignIn, requestIdSchema, tryComplete } from '../flows/sign-in.js';
+import { renderSignInPage } from '../pages/sign-in-pages.js';
+import { htmlPage, noBody, UNAVAILABLE } from './responses.js';
 
 const schema = {
   tags: ['browser'],
@@ -41,7 +41,7 @@ export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
       const location = await tryComplete({ services: app.services, request, reply, requestId, browserHash: sha256(presented) });
       if (location) return reply.redirect(location, 302);
     }
-    const { details, secret, browserHash } = await loadBrowserRequest(app.services, request, requestId);
+    const { details, secret, browserHash } = await loadBrowserSignIn(app.services, request, requestId);
     const page = {
       requestId: details.id,
       clientName: details.client_name,
@@ -49,9 +49,9 @@ export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
       scope: details.scope,
       expiresAt: details.expires_at,
     };
-    if (details.status === 'pending') return renderRequestPage(reply, 'waiting', page);
+    if (details.status === 'pending') return renderSignInPage(reply, 'waiting', page);
     if (config.requireApproval) {
-      return renderRequestPage(reply, 'approval', {
+      return renderSignInPage(reply, 'approval', {
         ...page,
         approval: {
           agentId: details.agent_id!,

@@ -3,8 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidRequest } from '../errors.js';
 import { csrfTokenMatches } from '../flows/browser-binding.js';
-import { complete, deny, loadBrowserRequest, requestIdSchema } from '../flows/sign-in.js';
-import { htmlPage, noBody, UNAVAILABLE } from '../openapi.js';
+import { complete, deny, loadBrowserSignIn, requestIdSchema } from '../flows/sign-in.js';
+import { htmlPage, noBody, UNAVAILABLE } from './responses.js';
 
 const bodySchema = z.object({
   request_id: requestIdSchema,
@@ -32,7 +32,7 @@ export default async function authorizeDecisionRoute(fastify: FastifyInstance) {
 
   app.post('/authorize/decision', { schema, config: { html: true } }, async (request, reply) => {
     const { request_id: requestId, csrf_token: token, decision } = request.body;
-    const { details, secret, browserHash } = await loadBrowserRequest(app.services, request, requestId);
+    const { details, secret, browserHash } = await loadBrowserSignIn(app.services, request, requestId);
     if (!config.requireApproval || details.status !== 'authenticated') {
       throw new InvalidRequest('this sign-in is not waiting for approval');
     }

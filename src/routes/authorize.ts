@@ -4,10 +4,10 @@ import { z } from 'zod';
 import { InvalidClient, InvalidRequest, UnsupportedResponseType } from '../errors.js';
 import { start } from '../flows/sign-in.js';
 import { parseScope } from '../oauth/scopes.js';
-import { htmlPage, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
-import { renderRequestPage } from '../pages/request-pages.js';
+import { renderSignInPage } from '../pages/sign-in-pages.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { idText } from '../protocol/text.js';
+import { htmlPage, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
 // The longest value each parameter may have.
 const MAX_LENGTH = {
@@ -114,7 +114,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
       login_hint: loginHint ?? null,
       nonce: nonce ?? null,
     });
-    return renderRequestPage(reply, 'waiting', {
+    return renderSignInPage(reply, 'waiting', {
       requestId: created.id,
       clientName: client.name,
       redirectUri,

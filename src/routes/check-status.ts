@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { requestIdSchema, status } from '../flows/sign-in.js';
-import { errorResponses, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import { noStore } from '../plugins/no-store.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { MAX_WAIT_SECONDS, SIGN_IN_STATUSES } from '../protocol/sign-in.js';
+import { errorResponses, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
 // The serializer drops fields this does not name; the flow's StatusAnswer fits it.
 const statusSchema = z.object({

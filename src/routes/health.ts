@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ServiceUnavailable } from '../errors.js';
-import { errorResponses } from '../openapi.js';
 import type { Services } from '../services.js';
+import { errorResponses } from './responses.js';
 
 const ok = z.object({ status: z.literal('ok') });
 

@@ -12,9 +12,9 @@ import {
   presentedTokenBody,
 } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
-import { CLIENT_AUTH, FORM_OR_JSON, sendJsonText, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
+import { CLIENT_AUTH, FORM_OR_JSON, sendJsonText, TOKEN_OPERATION_ERRORS } from './responses.js';
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 

@@ -7,9 +7,9 @@ import { InvalidRequest } from '../errors.js';
 import { verifyAccessToken } from '../oauth/access-token.js';
 import { omitEmptyParameters, presentedTokenBody } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
-import { CLIENT_AUTH, FORM_OR_JSON, TOKEN_OPERATION_ERRORS } from '../openapi.js';
 import { clientAuthentication } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
+import { CLIENT_AUTH, FORM_OR_JSON, TOKEN_OPERATION_ERRORS } from './responses.js';
 
 const schema = {
   tags: ['oauth'],

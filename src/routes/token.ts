@@ -6,9 +6,9 @@ import { authorizationCodeGrant } from '../grant-types/authorization-code.js';
 import { refreshTokenGrant } from '../grant-types/refresh-token.js';
 import { type GrantHandler, tokenResponseSchema } from '../grant-types/token-response.js';
 import { authenticateClient, clientCredentials, omitEmptyParameters, param, presentedCredentials } from '../oauth/client-auth.js';
-import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from '../openapi.js';
 import { clientBudget } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
+import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
 // Unknown parameters are ignored (RFC 6749 §3.2); known ones must be single strings.
 const tokenEndpointBody = z.object({

@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { InvalidRequest, InvalidToken } from '../errors.js';
 import { liveAccessToken } from '../oauth/access-token.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
-import { BODY_REFUSED, errorResponses, serializeAsBuilt, UNAVAILABLE } from '../openapi.js';
 import { noStore } from '../plugins/no-store.js';
+import { BODY_REFUSED, errorResponses, serializeAsBuilt, UNAVAILABLE } from './responses.js';
 
 // RFC 6750 §2.1.
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;

@@ -1,14 +1,14 @@
 import type { GrantCache } from '../cache/grant-cache.js';
 import type { Db } from '../db/types.js';
 import { createAgentStore } from './agents.js';
-import { createAuditStore } from './audit.js';
+import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore } from './grants.js';
-import { createKeyStore } from './keys.js';
 import { createMaintenanceStore } from './maintenance.js';
-import { createRequestStore } from './requests.js';
+import { createServerKeyStore } from './server-keys.js';
+import { createSignInStore } from './sign-ins.js';
 
 /** Everything the routes read or write goes through here; only src/store knows the SQL. */
 export function createStore(db: Db, grantCache: GrantCache) {
@@ -16,11 +16,11 @@ export function createStore(db: Db, grantCache: GrantCache) {
     clients: createClientStore(db),
     agents: createAgentStore(db),
     grants: createGrantStore(db, grantCache),
-    requests: createRequestStore(db),
+    signIns: createSignInStore(db),
     grantAdmin: createGrantAdminStore(db),
-    audit: createAuditStore(db),
+    auditLog: createAuditLogStore(db),
     maintenance: createMaintenanceStore(db),
-    keys: createKeyStore(db),
+    serverKeys: createServerKeyStore(db),
     consoleSessions: createConsoleSessionStore(db),
   };
 }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AUDIT_EVENTS } from '../../src/store/audit.js';
+import { AUDIT_EVENTS } from '../../src/store/audit-log.js';
 import { exchangeCode, refresh as refreshToken } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, setRequestExpiry, signInToCode, startAuthorize } from '../helpers/flow.js';
@@ -437,7 +437,7 @@ describe(`fuzzing the admin API's grants and audit log (${storeName})`, { timeou
 
     // Found by this file: the schema takes any four-digit year, with any offset, but PostgreSQL has no
     // year 0 and PGlite binds a Date by its toISOString ("0000-…", "+010000-…"): a 500 on the embedded
-    // store (src/admin/audit.ts, `instant`; src/db/pglite.ts passes the Date on as is).
+    // store (src/admin/audit-log.ts, `instant`; src/db/pglite.ts passes the Date on as is).
     it('an instant outside the years 1 to 9999 is refused or answered, never a 500', async () => {
       for (const value of ['0000-01-01', '0000-12-31T23:59:59Z', '0000-01-01T00:00:00+14:00', '9999-12-31T23:59:59-12:00']) {
         for (const field of ['from', 'to']) {

@@ -106,7 +106,7 @@ describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT },
 
   /** Approve and Deny end the authenticated request: prepare another. */
   async function refresh() {
-    const current = await server.services.store.requests.get(fixtures.authenticated_id as string);
+    const current = await server.services.store.signIns.get(fixtures.authenticated_id as string);
     if (current?.status === 'authenticated') return;
     const authenticated = await authenticatedRequest();
     fixtures.authenticated_id = authenticated;

@@ -20,10 +20,10 @@ export async function insertCode(
     expiresInSeconds?: number;
   },
 ) {
-  const { requests } = services.store;
+  const { signIns } = services.store;
   const { verifier, challenge } = pkce();
   const browserHash = sha256(randomToken(32));
-  const started = await requests.create(
+  const started = await signIns.create(
     {
       client_id: input.clientId,
       redirect_uri: input.redirectUri,
@@ -36,8 +36,8 @@ export async function insertCode(
     },
     600,
   );
-  if (!(await requests.authenticate(started.id, input.agentId, input.model ?? 'test-model-1'))) throw new Error('fixture request not authenticated');
-  const completed = await requests.complete(started.id, browserHash, Math.max(1, input.expiresInSeconds ?? 600));
+  if (!(await signIns.authenticate(started.id, input.agentId, input.model ?? 'test-model-1'))) throw new Error('fixture request not authenticated');
+  const completed = await signIns.complete(started.id, browserHash, Math.max(1, input.expiresInSeconds ?? 600));
   if (!completed) throw new Error('fixture request not completed');
   const { expiresInSeconds } = input;
   if (expiresInSeconds !== undefined && expiresInSeconds <= 0) {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { keyringFrom } from '../../src/crypto/keys.js';
+import { keyringFrom } from '../../src/crypto/keyring.js';
 import { signAccessToken, verifyAccessToken } from '../../src/oauth/access-token.js';
 import { introspect, issueTokens, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';

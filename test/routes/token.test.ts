@@ -1,6 +1,6 @@
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyringFrom } from '../../src/crypto/keys.js';
+import { keyringFrom } from '../../src/crypto/keyring.js';
 import { basicAuth, codeForClient, type Credentials, exchangeCode, introspect, issueTokens, postForm, refresh, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { authorizeUrl, bindingCookie, pkce, signInToCode, startAuthorize } from '../helpers/flow.js';

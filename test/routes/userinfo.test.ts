@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { decodeJwt, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyringFrom } from '../../src/crypto/keys.js';
+import { keyringFrom } from '../../src/crypto/keyring.js';
 import { issueTokens, postForm, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';

@@ -1,9 +1,9 @@
 import { EventEmitter } from 'node:events';
 import type { Db } from '../db/types.js';
 
-export const REQUEST_CHANGED_CHANNEL = 'auth_request_changed';
+export const SIGN_IN_CHANGED_CHANNEL = 'auth_request_changed';
 
-export interface RequestWatch {
+export interface SignInWatch {
   /**
    * Resolves at the next change of the request (or at once if one came since the last call),
    * after `timeoutMs`, or when `signal` aborts, whichever is first.
@@ -18,14 +18,14 @@ export interface RequestWatch {
  * all of them. A watch starts listening when it is created, before the caller reads the state,
  * so no change can fall between the read and the wait.
  */
-export interface RequestChanges {
-  watch(id: string): RequestWatch;
+export interface SignInChanges {
+  watch(id: string): SignInWatch;
 }
 
-export async function watchRequestChanges(db: Db): Promise<RequestChanges> {
+export async function watchSignInChanges(db: Db): Promise<SignInChanges> {
   const emitter = new EventEmitter();
   emitter.setMaxListeners(0);
-  await db.listen(REQUEST_CHANGED_CHANNEL, (id) => emitter.emit(id));
+  await db.listen(SIGN_IN_CHANGED_CHANNEL, (id) => emitter.emit(id));
 
   return {
     watch(id) {

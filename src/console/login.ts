@@ -3,30 +3,33 @@ import { sha256 } from '../crypto/secrets.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { renderConsole } from './render.js';
 
-// Failed sign-ins per address and window (RATE_LIMIT_WINDOW_SECONDS): ample for a person mistyping,
+// Failed logins per address and window (RATE_LIMIT_WINDOW_SECONDS): ample for a person mistyping,
 // far too few to guess a token, and no one else's address is affected.
-const FAILED_SIGN_INS = 10;
+const FAILED_LOGINS = 10;
 
-/** The sign-in form (the admin token, once per session) and signing out. */
-export default async function signInPages(app: FastifyInstance) {
+/**
+ * Operators log in to the console (the admin token, once per session) and out again. The URL says
+ * sign-in, as people do; in the code a sign-in is an agent signing in to a website (src/README.md).
+ */
+export default async function loginPages(app: FastifyInstance) {
   const keys = app.consoleKeys;
-  const failures = app.budget('console-sign-in', FAILED_SIGN_INS, byAddress);
+  const failures = app.budget('console-sign-in', FAILED_LOGINS, byAddress);
 
   app.get('/sign-in', { config: { html: true, consolePublic: true } }, async (request, reply) => {
     if (request.consoleSession) return reply.redirect('/console', 303);
-    return renderConsole(request, reply, 'sign-in', { title: 'Sign in', signInToken: keys.signInFormToken(request, reply) });
+    return renderConsole(request, reply, 'login', { title: 'Sign in', loginToken: keys.loginFormToken(request, reply) });
   });
 
   app.post('/sign-in', { config: { html: true, consolePublic: true } }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
     const refuse = (status: number, message: string) =>
-      renderConsole(request, reply.code(status), 'sign-in', { title: 'Sign in', signInToken: keys.signInFormToken(request, reply), message });
+      renderConsole(request, reply.code(status), 'login', { title: 'Sign in', loginToken: keys.loginFormToken(request, reply), message });
     const refused = failures.refusal(request);
     if (refused) {
       reply.headers(refused.headers);
       return refuse(429, 'Too many failed sign-ins from your address. Wait a minute and try again.');
     }
-    if (typeof body._csrf !== 'string' || !keys.signInFormTokenMatches(request, body._csrf)) {
+    if (typeof body._csrf !== 'string' || !keys.loginFormTokenMatches(request, body._csrf)) {
       return refuse(403, 'The sign-in form expired. Try again.');
     }
     if (typeof body.token !== 'string' || !keys.isAdminToken(body.token)) {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { auditPage, auditQuery } from '../admin/audit.js';
-import { AUDIT_EVENTS } from '../store/audit.js';
+import { auditPage, auditQuery } from '../admin/audit-log.js';
+import { AUDIT_EVENTS } from '../store/audit-log.js';
 import { firstProblem, renderConsole } from './render.js';
 
 // The filter fields of the form: those of GET /admin/audit and `agent-auth audit`, but the page's cursor.

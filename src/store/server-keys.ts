@@ -8,7 +8,7 @@ export interface StoredSigningKey<Alg extends string = string, Jwk = Record<stri
 }
 
 /** The server's own keys: the generated HS256 secret and the ID token signing key pairs. */
-export function createKeyStore(db: Queryable) {
+export function createServerKeyStore(db: Queryable) {
   return {
     /**
      * The HS256 secret kept in the store, `candidate` if none was kept yet. ON CONFLICT makes two

@@ -61,7 +61,7 @@ export interface AuditFilter {
  * The audit log. Triggers write the success paths (migrations/003); the server writes only what
  * no row change shows, a failed agent authentication.
  */
-export function createAuditStore(db: Db) {
+export function createAuditLogStore(db: Db) {
   return {
     /**
      * One statement of the same shape whatever the reason, so that an unknown agent, a wrong secret

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AUDIT_EVENTS } from '../store/audit.js';
+import { AUDIT_EVENTS } from '../store/audit-log.js';
 import type { Store } from '../store/index.js';
 
 const id = z.string().min(1).max(200);
@@ -50,7 +50,7 @@ const eventView = z.object({
 export async function auditPage(store: Store, query: z.output<typeof auditQuery>) {
   const { agent_id, email, client_id, request_id, event, from, to, limit, cursor } = query;
   // One more than asked tells whether another page follows.
-  const rows = await store.audit.list({
+  const rows = await store.auditLog.list({
     agentId: agent_id,
     email,
     clientId: client_id,

@@ -3,7 +3,7 @@ import type { OAuthError } from '../errors.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 
-export interface RequestPageData {
+export interface SignInPageData {
   requestId: string;
   clientName: string;
   /** Where the code goes; its origin is shown to the agent (redirect-origin meta, window.authRequest). */
@@ -18,7 +18,7 @@ export interface RequestPageData {
 const scriptString = (value: string) => JSON.stringify(value).replace(/</g, '\\u003c');
 
 /** Renders the waiting page (the agent has yet to authenticate) or the approval page. */
-export function renderRequestPage(reply: FastifyReply, page: 'waiting' | 'approval', data: RequestPageData) {
+export function renderSignInPage(reply: FastifyReply, page: 'waiting' | 'approval', data: SignInPageData) {
   const origin = redirectOrigin(data.redirectUri);
   return reply.view(`${page}.eta`, {
     ...data,

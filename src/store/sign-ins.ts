@@ -1,13 +1,12 @@
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
-
-export type RequestStatus = 'pending' | 'authenticated' | 'completed' | 'error';
+import type { SignInStatus } from '../protocol/sign-in.js';
 
 /** A request as the status endpoints see it; `expired` folds the clock into the state. */
-export interface RequestState {
+export interface SignInState {
   id: string;
   client_id: string;
-  status: RequestStatus;
+  status: SignInStatus;
   error: string | null;
   /**
    * The request ran out of time before it could end: an expiry already recorded (status error,
@@ -25,14 +24,14 @@ export interface RequestState {
 }
 
 /** What the approval page shows: who signs in, with which model, what is shared with whom. */
-export interface RequestDetails extends RequestState {
+export interface SignInDetails extends SignInState {
   scope: string;
   client_name: string;
   agent_name: string | null;
   email: string | null;
 }
 
-export interface NewRequest {
+export interface NewSignIn {
   client_id: string;
   redirect_uri: string;
   state: string;
@@ -52,7 +51,7 @@ const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model
   (${overdue('r')} OR r.error = 'request_expired') AS expired`;
 
 /** Where a completed or denied request sends the browser, and who it was for (the audit log line). */
-export interface EndedRequest {
+export interface EndedSignIn {
   redirect_uri: string;
   state: string;
   client_id: string;
@@ -61,14 +60,14 @@ export interface EndedRequest {
 }
 
 /** The website an agent has just authenticated a request for. */
-export interface AuthenticatedRequest {
+export interface AuthenticatedSignIn {
   client_id: string;
   client_name: string;
   redirect_uri: string;
 }
 
 /** A request whose expiry was just recorded, for the audit log line. */
-export interface ExpiredRequest {
+export interface ExpiredSignIn {
   request_id: string;
   client_id: string;
   agent_id: string | null;
@@ -79,19 +78,19 @@ export interface ExpiredRequest {
  * Authorization requests. Every transition is one UPDATE guarded by the current status and the
  * clock, so of two racing callers exactly one wins and the other sees zero rows.
  */
-export function createRequestStore(db: Db) {
+export function createSignInStore(db: Db) {
   /**
    * Expiry is a transition like the others: the first read that finds a request overdue records
    * it (one guarded UPDATE, only on that rare path), which fires the audit trigger's `expired`.
    */
-  async function recordExpiry<T extends RequestState>(row: T | undefined): Promise<T | undefined> {
+  async function recordExpiry<T extends SignInState>(row: T | undefined): Promise<T | undefined> {
     if (!row?.expired || row.status === 'error') return row;
     const { rowCount } = await db.query(`UPDATE auth_requests r SET ${RECORD_EXPIRY} WHERE r.id = $1 AND ${overdue('r')}`, [row.id]);
     return { ...row, status: 'error', error: 'request_expired', newly_expired: rowCount === 1 };
   }
 
   return {
-    async create(input: NewRequest, ttlSeconds: number): Promise<{ id: string; expires_at: Date }> {
+    async create(input: NewSignIn, ttlSeconds: number): Promise<{ id: string; expires_at: Date }> {
       const { rows } = await db.query<{ id: string; expires_at: Date }>(
         `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10)) RETURNING id, expires_at`,
@@ -111,13 +110,13 @@ export function createRequestStore(db: Db) {
       return rows[0];
     },
 
-    async get(id: string): Promise<RequestState | undefined> {
-      const { rows } = await db.query<RequestState>(`SELECT ${STATE_COLUMNS} FROM auth_requests r WHERE r.id = $1`, [id]);
+    async get(id: string): Promise<SignInState | undefined> {
+      const { rows } = await db.query<SignInState>(`SELECT ${STATE_COLUMNS} FROM auth_requests r WHERE r.id = $1`, [id]);
       return recordExpiry(rows[0]);
     },
 
-    async getDetails(id: string): Promise<RequestDetails | undefined> {
-      const { rows } = await db.query<RequestDetails>(
+    async getDetails(id: string): Promise<SignInDetails | undefined> {
+      const { rows } = await db.query<SignInDetails>(
         `SELECT ${STATE_COLUMNS}, r.scope, c.name AS client_name, a.name AS agent_name, u.email
          FROM auth_requests r
          JOIN clients c ON c.id = r.client_id
@@ -130,8 +129,8 @@ export function createRequestStore(db: Db) {
     },
 
     /** Records, in bulk, the expiry of up to `limit` requests nobody looked at (the purge job). */
-    async expireOverdue(limit: number): Promise<ExpiredRequest[]> {
-      const { rows } = await db.query<ExpiredRequest>(
+    async expireOverdue(limit: number): Promise<ExpiredSignIn[]> {
+      const { rows } = await db.query<ExpiredSignIn>(
         `UPDATE auth_requests r SET ${RECORD_EXPIRY}
          WHERE r.id = ANY(ARRAY(SELECT o.id FROM auth_requests o WHERE ${overdue('o')} LIMIT $1)) AND ${overdue('r')}
          RETURNING r.id AS request_id, r.client_id, r.agent_id, r.model`,
@@ -144,8 +143,8 @@ export function createRequestStore(db: Db) {
      * pending -> authenticated, for the agent the website named if it named one (login_hint);
      * undefined when the request was not pending, unexpired and open to this agent.
      */
-    async authenticate(id: string, agentId: string, model: string): Promise<AuthenticatedRequest | undefined> {
-      const { rows } = await db.query<AuthenticatedRequest>(
+    async authenticate(id: string, agentId: string, model: string): Promise<AuthenticatedSignIn | undefined> {
+      const { rows } = await db.query<AuthenticatedSignIn>(
         `UPDATE auth_requests r SET status = 'authenticated', agent_id = $2, model = $3, authenticated_at = now()
          FROM clients c
          WHERE r.id = $1 AND r.status = 'pending' AND r.expires_at > now() AND (r.login_hint IS NULL OR r.login_hint = $2)
@@ -162,7 +161,7 @@ export function createRequestStore(db: Db) {
      */
     async complete(id: string, browserHash: string, codeTtlSeconds: number) {
       const code = generateSecret('aa_code');
-      const { rows } = await db.query<EndedRequest>(
+      const { rows } = await db.query<EndedSignIn>(
         `WITH done AS (
            UPDATE auth_requests SET status = 'completed', completed_at = now()
            WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND expires_at > now()
@@ -180,7 +179,7 @@ export function createRequestStore(db: Db) {
 
     /** authenticated -> error (access_denied), when the user presses Deny. */
     async deny(id: string, browserHash: string) {
-      const { rows } = await db.query<EndedRequest>(
+      const { rows } = await db.query<EndedSignIn>(
         `UPDATE auth_requests SET status = 'error', error = 'access_denied', completed_at = now()
          WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND expires_at > now()
          RETURNING redirect_uri, state, client_id, agent_id, model`,
