@@ -1,7 +1,7 @@
-import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
 import { type AppOptions, createFastify } from './fastify.js';
+import browserBinding from './plugins/browser-binding.js';
 import errorHandler from './plugins/error-handler.js';
 import htmlPages from './plugins/html-pages.js';
 import { requestMetrics } from './plugins/metrics.js';
@@ -39,7 +39,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(revokeRoutes);
   // The sign-in pages are the only routes with cookies (the browser binding): nothing else parses them.
   await app.register(async (browser) => {
-    await browser.register(fastifyCookie);
+    await browser.register(browserBinding);
     await browser.register(authorizeRoute);
     await browser.register(authorizeCompleteRoute);
     await browser.register(authorizeDecisionRoute);

@@ -1,5 +1,8 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
-import type { Bindings, ChildLoggerOptions, Level, Logger } from 'pino';
+import type { BaseLogger, Bindings, ChildLoggerOptions, Level, Logger } from 'pino';
+
+/** What code outside the HTTP layer logs through: a request's logger, or the process's. */
+export type Log = Pick<BaseLogger, 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'>;
 
 /**
  * Request logs carry the path only: query strings can hold state values and request ids, and

@@ -8,7 +8,6 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { schedulePurge } from './jobs/purge.js';
 import { loggerOptions } from './logger.js';
-import { markStopping } from './routes/health.js';
 import { openServices, type Services } from './services.js';
 
 export interface RunningServer {
@@ -38,11 +37,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   try {
     const url = await app.listen({ port: config.port, host: config.host });
     const adminUrl = await admin.listen({ port: config.adminPort, host: config.adminHost });
-    const stopPurge = schedulePurge(services.db, config.purgeIntervalSeconds, {
-      auditRetentionDays: config.auditRetentionDays,
-      log: logger,
-      metrics: services.metrics,
-    });
+    const stopPurge = schedulePurge(services, config.purgeIntervalSeconds, { auditRetentionDays: config.auditRetentionDays, log: logger });
     return {
       url,
       adminUrl,
@@ -51,7 +46,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       async close() {
         // Pre-stop: not ready any more, still serving, until the load balancer has noticed. Answers
         // meanwhile close their connection, so that no keep-alive connection is left for the drain to cut.
-        markStopping(services);
+        services.lifecycle.stopping = true;
         app.server.on('request', (_request: IncomingMessage, response: ServerResponse) => void (response.shouldKeepAlive = false));
         await sleep(config.shutdownDelaySeconds * 1000);
         await stopPurge();

@@ -5,12 +5,21 @@ import { randomToken } from './crypto/secrets.js';
 import { openDb } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import type { Db } from './db/types.js';
+import { writeAuditLogLines } from './events/audit-log-lines.js';
+import { Events } from './events/emitter.js';
+import { countEvents } from './events/metrics.js';
 import { type SignInChanges, watchSignInChanges } from './events/sign-in-changes.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
+import type { StoreCache } from './store/grants.js';
 import { createStore, type Store } from './store/index.js';
+import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 
-/** What every route needs, built once per process and shared by the public and admin listeners. */
+/**
+ * Everything a process holds once, built at start and shared by the public and admin listeners:
+ * the store, the keys, the events and their subscribers, and the per-process state (caches, the
+ * shutdown flag). Routes hand each flow and token operation the part it declares it needs.
+ */
 export interface Services {
   config: Config;
   db: Db;
@@ -19,22 +28,44 @@ export interface Services {
   /** OpenID Connect mode only (ID_TOKEN_SIGNING_ALG): the keys that sign ID tokens. */
   signingKeys?: SigningKeys;
   metrics: Metrics;
+  /** Every fact the server records, emitted once; the audit log lines and the metrics subscribe (src/README.md). */
+  events: Events;
   signInChanges: SignInChanges;
+  /** The access tokens this process has verified (GRANT_CACHE_SIZE of them at most). */
+  verifiedTokens: VerifiedAccessTokens;
+  /** `stopping` turns true when the process begins to shut down: /readyz answers 503 from then on. */
+  lifecycle: { stopping: boolean };
 }
 
 export async function openServices(config: Config, db?: Db): Promise<Services> {
   const database = db ?? (await openDb(config));
   try {
     await migrate(database);
-    const signingKeys = config.idTokenSigningAlg ? await openSigningKeys(database, config.idTokenSigningAlg, config.ttl.accessToken) : undefined;
-    const signInChanges = await watchSignInChanges(database);
     const metrics = createMetrics();
-    const grantCache = new GrantCache(config.grantCacheSize, metrics);
+    const grantCache: StoreCache = new GrantCache(config.grantCacheSize, metrics);
     await grantCache.listen(database);
     const store = createStore(database, grantCache);
+    const signingKeys = config.idTokenSigningAlg
+      ? await openSigningKeys(store.serverKeys, config.idTokenSigningAlg, config.ttl.accessToken)
+      : undefined;
+    const signInChanges = await watchSignInChanges(database);
     // The configured secrets, or else the one kept in the store (generated on first start).
     const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.serverKeys.jwtSecret(randomToken(48))]);
-    return { config, db: database, store, keyring, signingKeys, metrics, signInChanges };
+    const events = new Events();
+    writeAuditLogLines(events);
+    countEvents(events, metrics);
+    return {
+      config,
+      db: database,
+      store,
+      keyring,
+      signingKeys,
+      metrics,
+      events,
+      signInChanges,
+      verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize),
+      lifecycle: { stopping: false },
+    };
   } catch (err) {
     await database.close().catch(() => {});
     throw err;

@@ -13,27 +13,48 @@ const FLOORS: Record<string, number> = {
   db: 2,
   'metrics.ts': 2,
   cache: 3,
-  store: 3,
-  'audit.ts': 4,
-  events: 4,
-  oauth: 4,
-  oidc: 4,
-  pages: 4,
-  'services.ts': 5,
-  flows: 5,
-  'grant-types': 5,
-  plugins: 6,
-  routes: 7,
-  admin: 7,
-  console: 7,
-  jobs: 7,
-  'fastify.ts': 8,
-  'app.ts': 8,
-  'admin-app.ts': 8,
-  'server.ts': 9,
-  'main.ts': 10,
-  'cli.ts': 10,
+  store: 4,
+  events: 5,
+  oauth: 5,
+  oidc: 5,
+  pages: 5,
+  flows: 6,
+  tokens: 6,
+  'services.ts': 7,
+  plugins: 8,
+  routes: 9,
+  admin: 9,
+  console: 9,
+  jobs: 9,
+  'fastify.ts': 10,
+  'app.ts': 10,
+  'admin-app.ts': 10,
+  'server.ts': 11,
+  'main.ts': 12,
+  'cli.ts': 12,
 };
+
+// Who may reach for the process's services (src/services.ts): the HTTP layer and the wiring, which
+// hand each flow, token operation and job the part it declares it needs. Below them, nothing
+// looks services up.
+const SERVICE_USERS = new Set(['services.ts', 'plugins', 'routes', 'admin', 'console', 'fastify.ts', 'app.ts', 'admin-app.ts', 'server.ts']);
+
+// The store slices (src/store/index.ts) each room may touch; a room not named here touches none.
+const STORE_SLICES: Record<string, string[]> = {
+  'services.ts': ['serverKeys'],
+  oidc: ['serverKeys'],
+  flows: ['signIns', 'agents', 'auditLog'],
+  tokens: ['clients', 'grants', 'grantAdmin'],
+  jobs: ['signIns', 'maintenance'],
+  // /authorize reads the website it starts a sign-in for; /readyz pings the store.
+  routes: ['clients', 'maintenance'],
+  admin: ['clients', 'agents', 'grantAdmin', 'auditLog'],
+  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions'],
+};
+
+// Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,
+// which render through the reply: flows and token operations take plain values.
+const FASTIFY_BELOW_PLUGINS = new Set(['logger.ts', 'pages']);
 
 const SRC = 'src';
 
@@ -55,6 +76,24 @@ function importsOf(file: string): string[] {
 }
 
 const files = sourceFiles(SRC);
+
+/** A module's text without its comments, so that prose naming a room or a slice counts for nothing. */
+const code = (file: string) =>
+  readFileSync(file, 'utf8')
+    .replace(/\/\*[\s\S]*?\*\//g, '')
+    .replace(/^\s*\/\/.*$/gm, '');
+
+/** The store slices a module names: `store.x`, `Store['x']`, `Pick<Store, 'x' | …>`, `const { x } = ….store`. */
+function slicesOf(file: string): string[] {
+  const text = code(file);
+  const named = [
+    ...[...text.matchAll(/\bstore\.(?!js\b)(\w+)/g)].map((m) => [m[1]]),
+    ...[...text.matchAll(/\bStore\['(\w+)'\]/g)].map((m) => [m[1]]),
+    ...[...text.matchAll(/\b(?:Pick<Store|RevocationDeps<)\s*,?\s*((?:'\w+'\s*\|?\s*)+)>/g)].map((m) => m[1].match(/\w+/g) ?? []),
+    ...[...text.matchAll(/\{([\w\s,]+)\}\s*=\s*[\w.]*\bstore\s*;/g)].map((m) => m[1].split(',').map((name) => name.trim())),
+  ];
+  return [...new Set(named.flat())];
+}
 
 describe('the architecture of src/', () => {
   it('gives every module a floor', () => {
@@ -86,6 +125,31 @@ describe('the architecture of src/', () => {
     };
     for (const file of files) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+
+  it('lets only the HTTP layer and the wiring look services up; the rest is handed what it needs', () => {
+    const lookups = files.filter((f) => !SERVICE_USERS.has(room(f)) && /\.services\b|\bServices\b|services\.js'/.test(code(f)));
+    expect(lookups).toEqual([]);
+  });
+
+  it('lets each room touch only its store slices, and builds the store in one place', () => {
+    const touched = files.flatMap((f) => {
+      const allowed = room(f) === 'store' ? undefined : (STORE_SLICES[room(f)] ?? []);
+      return allowed
+        ? slicesOf(f)
+            .filter((slice) => !allowed.includes(slice))
+            .map((slice) => `${f}: store.${slice}`)
+        : [];
+    });
+    expect(touched).toEqual([]);
+    const built = files.filter((f) => !['store', 'services.ts'].includes(room(f)) && /\bcreate\w*Store\b/.test(code(f)));
+    expect(built).toEqual([]);
+  });
+
+  it('keeps Fastify in the HTTP floors: flows and token operations take plain values', () => {
+    const fastify = /from\s+['"](?:fastify|fastify-plugin|@fastify\/[\w-]+)['"]/;
+    const below = files.filter((f) => FLOORS[room(f)] < FLOORS.plugins && !FASTIFY_BELOW_PLUGINS.has(room(f)) && fastify.test(code(f)));
+    expect(below).toEqual([]);
   });
 
   it('keeps SQL in src/store and src/db', () => {

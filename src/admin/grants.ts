@@ -1,10 +1,11 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { logAudit } from '../audit.js';
 import { NotFound } from '../errors.js';
+import type { EventContext } from '../events/emitter.js';
 import type { RevocationLevel } from '../store/grant-admin.js';
 import type { Store } from '../store/index.js';
+import { type RevocationDeps, revokeAtLevel } from '../tokens/revocation.js';
 import { agentView, idParams } from './schemas.js';
 
 const email = z.email().max(320);
@@ -50,11 +51,9 @@ export function found<T>(value: T | undefined, level: RevocationLevel, key: stri
   return value;
 }
 
-/** Revokes the grants at one level and logs each; the admin API and the console both revoke through here. */
-export async function revokeGrants(store: Store, log: FastifyBaseLogger, level: RevocationLevel, key: string) {
-  const revoked = found(await store.grantAdmin.revoke(level, key), level, key);
-  for (const grant of revoked) logAudit(log, 'revoked', grant);
-  return { revoked: revoked.length };
+/** Revokes the grants at one level; the admin API and the console both revoke through here. */
+export async function revokeGrants(deps: RevocationDeps<'grantAdmin'>, context: EventContext, level: RevocationLevel, key: string) {
+  return { revoked: found(await revokeAtLevel(deps, level, key, context), level, key).length };
 }
 
 /** A user (by email), their agents and every sign-in of those agents. */
@@ -72,7 +71,7 @@ export default async function adminGrantRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { grantAdmin } = app.services.store;
 
-  const revoke = (request: FastifyRequest, level: RevocationLevel, key: string) => revokeGrants(app.services.store, request.log, level, key);
+  const revoke = (request: FastifyRequest, level: RevocationLevel, key: string) => revokeGrants(app.services, { log: request.log }, level, key);
 
   app.get(
     '/agents/:id/grants',

@@ -44,27 +44,27 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
 
   return async function adminResourceRoutes(fastify: FastifyInstance) {
     const app = fastify.withTypeProvider<ZodTypeProvider>();
-    const store = options.store(app.services.store);
+    const records = options.store(app.services.store);
     const path = `/${plural}`;
     const byId = `${path}/:id`;
 
     app.post(path, { schema: { body: options.create, response: { 201: withSecret } } }, async (request, reply) =>
-      reply.code(201).send(await store.create(request.body as z.output<Create>)),
+      reply.code(201).send(await records.create(request.body as z.output<Create>)),
     );
     app.get(path, { schema: { response: { 200: z.object({ [plural]: z.array(view) }) } } }, async () => ({
-      [plural]: await store.list(),
+      [plural]: await records.list(),
     }));
     app.get(byId, { schema: { params: idParams, response: { 200: view } } }, async (request) =>
-      found(request.params.id, await store.get(request.params.id)),
+      found(request.params.id, await records.get(request.params.id)),
     );
     app.patch(byId, { schema: { params: idParams, body: options.patch, response: { 200: view } } }, async (request) =>
-      found(request.params.id, await store.update(request.params.id, request.body as z.output<Patch>)),
+      found(request.params.id, await records.update(request.params.id, request.body as z.output<Patch>)),
     );
     app.post(`${byId}/secret`, { schema: { params: idParams, response: { 200: withSecret } } }, async (request) =>
-      found(request.params.id, await store.rotateSecret(request.params.id)),
+      found(request.params.id, await records.rotateSecret(request.params.id)),
     );
     app.delete(byId, { schema: { params: idParams } }, async (request, reply) => {
-      if (!(await store.remove(request.params.id))) throw notFound(request.params.id);
+      if (!(await records.remove(request.params.id))) throw notFound(request.params.id);
       return reply.code(204).send();
     });
   };

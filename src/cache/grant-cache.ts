@@ -1,23 +1,23 @@
 import { LRUCache } from 'lru-cache';
 import type { Db } from '../db/types.js';
 import type { Metrics } from '../metrics.js';
-import type { StoredClientCredentials } from '../store/clients.js';
 
 /** The channel migrations/008 announces changes on; payloads `grant:<id>`, `agent:<id>`, `client:<id>`, `user:<id>`. */
 const GRANT_CACHE_CHANNEL = 'agent_auth_grant_cache';
 const MAX_HEARD = 1000;
 
-/** What the access-token checks need to know about a live grant, read in one statement. */
-export interface LiveGrant {
+/** What the cache must know of a grant it keeps: whose it is (for the notifications) and until when. */
+export interface CachedGrant {
   client_id: string;
   agent_id: string;
-  /** The user the agent acts for now, and their email as it is now. */
   user_id: string;
-  email: string;
   /** Milliseconds since the epoch: past it, the grant must be read again (a refresh may have extended it). */
   expires_at_ms: number;
-  /** Access tokens of this grant revoked one by one (RFC 7009), usually none. */
-  revoked_jtis: string[];
+}
+
+/** What the cache must know of a client it keeps. */
+export interface CachedClient {
+  client_id: string;
 }
 
 /**
@@ -27,9 +27,9 @@ export interface LiveGrant {
  * those notifications are not assured: until the listening connection is up, and after it is lost
  * until it is back and the cache has been emptied.
  */
-export class GrantCache {
-  private readonly grants: LRUCache<string, LiveGrant>;
-  private readonly clients: LRUCache<string, StoredClientCredentials>;
+export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends CachedClient = CachedClient> {
+  private readonly grants: LRUCache<string, Grant>;
+  private readonly clients: LRUCache<string, Client>;
   private readonly counts: Record<'hit' | 'miss' | 'bypass', { inc(value?: number): void }>;
   private listening = false;
   /**
@@ -88,7 +88,7 @@ export class GrantCache {
     }
   }
 
-  grant(id: string): LiveGrant | undefined {
+  grant(id: string): Grant | undefined {
     const grant = this.grants.get(id);
     if (grant && grant.expires_at_ms <= Date.now()) {
       this.grants.delete(id);
@@ -97,17 +97,17 @@ export class GrantCache {
     return grant;
   }
 
-  client(id: string): StoredClientCredentials | undefined {
+  client(id: string): Client | undefined {
     return this.clients.get(id);
   }
 
   /** Keeps a grant read since `since`, unless a notification about it (or a flush) came meanwhile. */
-  keepGrant(id: string, grant: LiveGrant, since: number) {
+  keepGrant(id: string, grant: Grant, since: number) {
     const about = [`grant:${id}`, `agent:${grant.agent_id}`, `user:${grant.user_id}`, `client:${grant.client_id}`];
     if (this.current(since, about)) this.grants.set(id, grant);
   }
 
-  keepClient(client: StoredClientCredentials, since: number) {
+  keepClient(client: Client, since: number) {
     if (this.current(since, [`client:${client.client_id}`])) this.clients.set(client.client_id, client);
   }
 

@@ -59,7 +59,7 @@ export default async function agentPages(app: FastifyInstance) {
     const { id } = request.params as { id: string };
     const back = form(request).back ?? '';
     if (!BACK.test(back)) throw new FormProblem('unknown page to return to', '/console');
-    await revokeGrants(app.services.store, request.log, 'grant', id);
+    await revokeGrants(app.services, { log: request.log }, 'grant', id);
     return redirectWith(request, reply, back, { notice: 'Grant revoked: that website has lost the agent’s tokens.' });
   });
 }

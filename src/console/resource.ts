@@ -40,20 +40,20 @@ export const grantCount = (count: number) => `${count} grant${count === 1 ? '' :
  */
 export function resourceActions(options: ResourceActions) {
   return async function resourceActionRoutes(app: FastifyInstance) {
-    const store = options.store(app.services.store);
+    const records = options.store(app.services.store);
     const page = { config: { html: true } };
     const back = (id: string) => `/console/${options.path}/${id}`;
 
     app.post(`/${options.path}/:id/active`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
       const active = form(request).active === 'true';
-      found(await store.update(id, parseForm(options.patch, { active }, back(id)) as never), options.noun, id);
+      found(await records.update(id, parseForm(options.patch, { active }, back(id)) as never), options.noun, id);
       return redirectWith(request, reply, back(id), { notice: active ? options.notices.activated : options.notices.deactivated });
     });
 
     app.post(`/${options.path}/:id/secret`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
-      const rotated = found(await store.rotateSecret(id), options.noun, id);
+      const rotated = found(await records.rotateSecret(id), options.noun, id);
       return redirectWith(request, reply, back(id), {
         notice: 'New secret issued; the old one no longer works.',
         secret: { label: options.secretLabel, value: String(rotated[options.secretField]) },
@@ -62,7 +62,7 @@ export function resourceActions(options: ResourceActions) {
 
     app.post(`/${options.path}/:id/revoke-grants`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
-      const { revoked } = await revokeGrants(app.services.store, request.log, options.noun, id);
+      const { revoked } = await revokeGrants(app.services, { log: request.log }, options.noun, id);
       return redirectWith(request, reply, back(id), { notice: options.notices.revoked(revoked) });
     });
   };

@@ -32,7 +32,7 @@ export default async function userPages(app: FastifyInstance) {
 
   app.post('/users/revoke-grants', page, async (request: FastifyRequest, reply) => {
     const { email } = parseForm(emailForm, { email: (request.body as Record<string, string>)?.email }, '/console/users');
-    const { revoked } = await revokeGrants(app.services.store, request.log, 'user', email);
+    const { revoked } = await revokeGrants(app.services, { log: request.log }, 'user', email);
     return redirectWith(request, reply, userPage(email), {
       notice: `${grantCount(revoked)} revoked; every website has lost this user's agents.`,
     });

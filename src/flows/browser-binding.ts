@@ -1,4 +1,3 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
 
@@ -10,39 +9,31 @@ import { randomToken, safeEqual, sha256 } from '../crypto/secrets.js';
  * planted in the browser beforehand binds nothing. One cookie per sign-in lets several run at once
  * in one browser (tabs). With an https issuer the cookie is `__Host-` prefixed (Secure, Path=/, no
  * Domain), so neither a sibling subdomain nor a plain-http page can set it; it lives no longer than
- * the request and is dropped once the sign-in ends (docs/security.md).
+ * the request and is dropped once the sign-in ends (docs/security.md). The routes read and set it
+ * (src/plugins/browser-binding.ts); the rules are here.
  */
 const SECRET_FORMAT = /^[A-Za-z0-9_-]{43}$/;
-
-function cookieOptions(config: Config) {
-  const secure = config.issuer.startsWith('https:');
-  return {
-    // __Host- requires Path=/; over plain http (local development) the cookie stays on /authorize*.
-    name: (requestId: string) => `${secure ? '__Host-' : ''}agent_auth_${requestId}`,
-    attributes: { path: secure ? '/' : '/authorize', httpOnly: true, sameSite: 'lax' as const, secure },
-  };
-}
 
 /** A fresh binding for a new sign-in: the secret for the cookie and the hash the request keeps. */
 export function newBrowserBinding(): { secret: string; hash: string } {
   const secret = randomToken(32);
-  return { secret, hash: sha256(secret) };
+  return { secret, hash: bindingHash(secret) };
 }
 
-export function setBindingCookie(reply: FastifyReply, config: Config, requestId: string, secret: string) {
-  const { name, attributes } = cookieOptions(config);
-  reply.setCookie(name(requestId), secret, { ...attributes, maxAge: config.ttl.authRequest });
+export const bindingHash = (secret: string) => sha256(secret);
+
+/** The binding cookie of one sign-in: its name, and its attributes when it is set or cleared. */
+export function bindingCookie(config: Pick<Config, 'issuer'>, requestId: string) {
+  const secure = config.issuer.startsWith('https:');
+  return {
+    name: `${secure ? '__Host-' : ''}agent_auth_${requestId}`,
+    // __Host- requires Path=/; over plain http (local development) the cookie stays on /authorize*.
+    attributes: { path: secure ? '/' : '/authorize', httpOnly: true, sameSite: 'lax' as const, secure },
+  };
 }
 
-/** Once the sign-in has ended, its cookie has no use left: it stops riding along on every request. */
-export function clearBindingCookie(reply: FastifyReply, config: Config, requestId: string) {
-  const { name, attributes } = cookieOptions(config);
-  reply.clearCookie(name(requestId), attributes);
-}
-
-/** The secret this browser holds for that sign-in, if any. */
-export function browserSecret(request: FastifyRequest, config: Config, requestId: string): string | undefined {
-  const value = request.cookies[cookieOptions(config).name(requestId)];
+/** A cookie's value as a binding secret, if it looks like one the server minted. */
+export function presentedSecret(value: string | undefined): string | undefined {
   return value && SECRET_FORMAT.test(value) ? value : undefined;
 }
 

@@ -1,37 +1,52 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { logAudit } from '../audit.js';
-import { safeEqual, sha256, verifySecret } from '../crypto/secrets.js';
+import type { Config } from '../config.js';
+import { safeEqual, verifySecret } from '../crypto/secrets.js';
 import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, RedirectOriginMismatch } from '../errors.js';
-import type { SignInWatch } from '../events/sign-in-changes.js';
+import type { EventContext, Events } from '../events/emitter.js';
+import type { SignInChanges, SignInWatch } from '../events/sign-in-changes.js';
 import { redirectOrigin, redirectToClient } from '../oauth/redirect.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import { idText } from '../protocol/text.js';
-import type { Services } from '../services.js';
 import type { AuthenticationFailure } from '../store/audit-log.js';
+import type { Store } from '../store/index.js';
 import type { AuthenticatedSignIn, EndedSignIn, NewSignIn, SignInDetails, SignInState } from '../store/sign-ins.js';
-import { browserSecret, clearBindingCookie, newBrowserBinding, setBindingCookie } from './browser-binding.js';
+import { bindingHash, newBrowserBinding } from './browser-binding.js';
 import { endedError, type StatusAnswer, statusAnswer } from './sign-in-state.js';
-import { noteExpiry, recordStep, type StepRecorders } from './steps.js';
 
 /**
  * The sign-in lifecycle (docs/protocol.md): a website's /authorize starts it in a browser, the
  * agent authenticates it, the browser completes it (or, with REQUIRE_APPROVAL, the person denies
  * it), and check-status reports it. Every transition is one guarded statement in the store; this
- * module decides what each outcome means to the caller and records each step once.
+ * module decides what each outcome means to the caller and emits each step once (src/events). It
+ * takes plain values: the routes read and set the cookies and render the answers.
  */
 
 export const requestIdSchema = idText().describe('the authorization request id from the sign-in page');
 
-const recorders = ({ metrics }: Services, request: FastifyRequest): StepRecorders => ({ log: request.log, metrics });
+/** What the sign-in flow uses: its settings, the store slices it reads and writes, the events it emits. */
+export interface SignInDeps {
+  config: Pick<Config, 'issuer' | 'ttl'>;
+  store: Pick<Store, 'signIns' | 'agents' | 'auditLog'>;
+  events: Events;
+  /** For the long poll of check-status. */
+  signInChanges: SignInChanges;
+}
 
-/** Records a new sign-in and binds it to the browser that asked (docs/security.md). */
-export async function start(services: Services, request: FastifyRequest, reply: FastifyReply, input: Omit<NewSignIn, 'browser_hash'>) {
-  const { config, store } = services;
+/** The expiry of a sign-in, emitted once: by the read that noticed it and wrote it down (however often it is reported afterwards). */
+function noticeExpiry({ events }: SignInDeps, state: SignInState, context: EventContext) {
+  if (!state.newly_expired) return;
+  const { id: request_id, client_id, agent_id, model } = state;
+  events.emit('sign-in.expired', { request_id, client_id, agent_id, model }, context);
+}
+
+/**
+ * Records a new sign-in, bound to the browser that asked (docs/security.md): the caller sets
+ * `bindingSecret` in that browser's cookie.
+ */
+export async function start(deps: SignInDeps, input: Omit<NewSignIn, 'browser_hash'>, context: EventContext) {
   const binding = newBrowserBinding();
-  const created = await store.signIns.create({ ...input, browser_hash: binding.hash }, config.ttl.authRequest);
-  setBindingCookie(reply, config, created.id, binding.secret);
-  recordStep(recorders(services, request), 'started', { request_id: created.id, client_id: input.client_id });
-  return created;
+  const created = await deps.store.signIns.create({ ...input, browser_hash: binding.hash }, deps.config.ttl.authRequest);
+  deps.events.emit('sign-in.started', { request_id: created.id, client_id: input.client_id }, context);
+  return { ...created, bindingSecret: binding.secret };
 }
 
 export interface AgentProof {
@@ -44,23 +59,23 @@ export interface AgentProof {
 }
 
 /** The authenticate answer: which website the agent has just signed in to, so it can check it. */
-const authenticatedAnswer = (requestId: string, request: AuthenticatedSignIn) => ({
+const authenticatedAnswer = (requestId: string, signIn: AuthenticatedSignIn) => ({
   status: 'authenticated' as const,
   request_id: requestId,
-  client_id: request.client_id,
-  client_name: request.client_name,
-  redirect_origin: redirectOrigin(request.redirect_uri),
+  client_id: signIn.client_id,
+  client_name: signIn.client_name,
+  redirect_origin: redirectOrigin(signIn.redirect_uri),
 });
 
 /** pending -> authenticated: the agent proves who it is for one sign-in. */
-export async function authenticate(services: Services, request: FastifyRequest, proof: AgentProof) {
-  const { store } = services;
+export async function authenticate(deps: SignInDeps, proof: AgentProof, context: EventContext) {
+  const { store, events } = deps;
   const { requestId, agentId, agentSecret, model, expectedOrigin } = proof;
   const who = { request_id: requestId, agent_id: agentId, model };
   // The reason goes to the audit log (row and line), never into the answer.
   const refuse = async (reason: AuthenticationFailure, error: OAuthError) => {
     await store.auditLog.recordAuthenticationFailure({ requestId, agentId, model, reason });
-    logAudit(request.log, 'agent_authentication_failed', { ...who, reason });
+    events.emit('agent.authentication_failed', { ...who, reason }, context);
     return error;
   };
 
@@ -77,8 +92,8 @@ export async function authenticate(services: Services, request: FastifyRequest, 
   if (expectedOrigin !== undefined) {
     const wanted = redirectOrigin(expectedOrigin);
     const target = await store.signIns.get(requestId);
-    // This read may be the one that notices the expiry: log it now, the later reads will not.
-    if (target) noteExpiry(recorders(services, request), target);
+    // This read may be the one that notices the expiry: emit it now, the later reads will not.
+    if (target) noticeExpiry(deps, target, context);
     const origin = target && redirectOrigin(target.redirect_uri);
     if (origin && origin !== wanted) {
       throw await refuse('wrong_website', new RedirectOriginMismatch(origin, wanted));
@@ -87,12 +102,12 @@ export async function authenticate(services: Services, request: FastifyRequest, 
 
   const authenticated = await store.signIns.authenticate(requestId, agentId, model);
   if (authenticated) {
-    recordStep(recorders(services, request), 'authenticated', { ...who, client_id: authenticated.client_id });
+    events.emit('sign-in.authenticated', { ...who, client_id: authenticated.client_id }, context);
     return authenticatedAnswer(requestId, authenticated);
   }
   const current = await store.signIns.getDetails(requestId);
   if (!current) throw await refuse('request_not_found', new NotFound('the authorization request does not exist'));
-  noteExpiry(recorders(services, request), current);
+  noticeExpiry(deps, current, context);
   const sameCall = current.agent_id === agentId && current.model === model;
   // Repeating a successful call is harmless (the agent may not have seen our first answer).
   if (sameCall && (current.status === 'authenticated' || current.status === 'completed') && !current.expired) {
@@ -111,76 +126,80 @@ export async function authenticate(services: Services, request: FastifyRequest, 
   throw await refuse('request_taken', new Conflict(SIGN_IN_ERRORS.requestAlreadyAuthenticated, taken));
 }
 
-export interface BrowserSignIn {
-  details: SignInDetails;
-  /** The browser's binding secret (from its cookie) and the hash the request stores. */
+/** One browser's step in its own sign-in: the request, and the binding secret its cookie holds. */
+export interface BrowserStep {
+  requestId: string;
   secret: string;
-  browserHash: string;
+}
+
+/** A sign-in as the browser that started it sees it, with the binding secret that browser proved. */
+export interface BrowserSignIn extends BrowserStep {
+  details: SignInDetails;
 }
 
 /**
- * Loads a sign-in for the browser that started it. A missing or foreign binding cookie means
- * another browser (or an attacker who read the request id) is trying to collect the code.
- * A sign-in that has ended says why first (check-status tells anyone as much): the binding
- * cookie lives only as long as the request, so at expiry the browser has already dropped it.
+ * Loads a sign-in for the browser that started it (`secret`: what its cookie holds, if anything).
+ * A missing or foreign secret means another browser (or an attacker who read the request id) is
+ * trying to collect the code. A sign-in that has ended says why first (check-status tells anyone
+ * as much): the binding cookie lives only as long as the request, so at expiry the browser has
+ * already dropped it.
  */
-export async function loadBrowserSignIn(services: Services, request: FastifyRequest, requestId: string): Promise<BrowserSignIn> {
-  const details = await services.store.signIns.getDetails(requestId);
+export async function loadBrowserSignIn(
+  deps: SignInDeps,
+  requestId: string,
+  secret: string | undefined,
+  context: EventContext,
+): Promise<BrowserSignIn> {
+  const details = await deps.store.signIns.getDetails(requestId);
   if (!details) throw new NotFound('the authorization request does not exist');
-  noteExpiry(recorders(services, request), details);
+  noticeExpiry(deps, details, context);
   const ended = endedError(details, 400);
   if (ended) throw ended;
   if (details.status === 'completed') throw new InvalidRequest('this sign-in has already been completed');
-  const secret = browserSecret(request, services.config, requestId);
-  const browserHash = secret ? sha256(secret) : '';
-  if (!secret || !safeEqual(details.browser_hash, browserHash)) {
+  if (!secret || !safeEqual(details.browser_hash, bindingHash(secret))) {
     throw new InvalidRequest('this sign-in was started in another browser; start again from the website');
   }
-  return { details, secret, browserHash };
+  return { details, requestId, secret };
 }
 
-/** One browser's step in its own sign-in: who asks, and the binding hash its cookie proves. */
-export interface BrowserStep {
-  services: Services;
-  request: FastifyRequest;
-  reply: FastifyReply;
-  requestId: string;
-  browserHash: string;
-}
-
-/** A sign-in ended in its browser: its cookie has no use left, and the step is recorded. */
-function endedInBrowser({ services, request, reply, requestId }: BrowserStep, step: 'completed' | 'denied', ended: EndedSignIn) {
-  clearBindingCookie(reply, services.config, requestId);
+/** A sign-in ended in its browser: the step is emitted (the caller drops the browser's cookie). */
+function endedInBrowser(
+  { events }: SignInDeps,
+  step: 'sign-in.completed' | 'sign-in.denied',
+  requestId: string,
+  ended: EndedSignIn,
+  context: EventContext,
+) {
   const { client_id, agent_id, model } = ended;
-  recordStep(recorders(services, request), step, { request_id: requestId, client_id, agent_id, model });
+  events.emit(step, { request_id: requestId, client_id, agent_id, model }, context);
 }
 
 /**
  * authenticated -> completed: issues the code for this browser's sign-in and returns the website's
  * redirect URL; undefined when the sign-in was not authenticated, unexpired and this browser's.
  */
-export async function tryComplete(browser: BrowserStep): Promise<string | undefined> {
-  const { config, store } = browser.services;
-  const done = await store.signIns.complete(browser.requestId, browser.browserHash, config.ttl.authCode);
+export async function tryComplete(deps: SignInDeps, { requestId, secret }: BrowserStep, context: EventContext): Promise<string | undefined> {
+  const { config, store } = deps;
+  const done = await store.signIns.complete(requestId, bindingHash(secret), config.ttl.authCode);
   if (!done) return undefined;
-  endedInBrowser(browser, 'completed', done);
+  endedInBrowser(deps, 'sign-in.completed', requestId, done, context);
   return redirectToClient(done.redirect_uri, { code: done.code, state: done.state, iss: config.issuer });
 }
 
 /** As tryComplete, for callers that have checked the sign-in: failing now means a lost race. */
-export async function complete(browser: BrowserStep): Promise<string> {
-  const location = await tryComplete(browser);
+export async function complete(deps: SignInDeps, browser: BrowserStep, context: EventContext): Promise<string> {
+  const location = await tryComplete(deps, browser, context);
   // Another tab completed it, or it expired in between.
   if (!location) throw new InvalidRequest('this sign-in can no longer be completed; start again from the website');
   return location;
 }
 
 /** authenticated -> error (access_denied): the person pressed Deny; returns the website's redirect URL. */
-export async function deny(browser: BrowserStep): Promise<string> {
-  const { config, store } = browser.services;
-  const denied = await store.signIns.deny(browser.requestId, browser.browserHash);
+export async function deny(deps: SignInDeps, { requestId, secret }: BrowserStep, context: EventContext): Promise<string> {
+  const { config, store } = deps;
+  const denied = await store.signIns.deny(requestId, bindingHash(secret));
   if (!denied) throw new InvalidRequest('this sign-in can no longer be answered; start again from the website');
-  endedInBrowser(browser, 'denied', denied);
+  endedInBrowser(deps, 'sign-in.denied', requestId, denied, context);
   return redirectToClient(denied.redirect_uri, {
     error: SIGN_IN_ERRORS.accessDenied,
     error_description: 'the user denied the sign-in',
@@ -225,10 +244,9 @@ async function awaitChange(
 }
 
 /** A sign-in's state as check-status reports it; with `wait`, once it changes (a long poll). */
-export async function status(services: Services, request: FastifyRequest, requestId: string, wait?: StatusWait): Promise<StatusAnswer> {
-  const { store } = services;
-  const read = () => store.signIns.get(requestId);
-  const watch = wait ? services.signInChanges.watch(requestId) : undefined;
+export async function status(deps: SignInDeps, requestId: string, context: EventContext, wait?: StatusWait): Promise<StatusAnswer> {
+  const read = () => deps.store.signIns.get(requestId);
+  const watch = wait ? deps.signInChanges.watch(requestId) : undefined;
   let state: SignInState | undefined;
   try {
     state = await read();
@@ -237,6 +255,6 @@ export async function status(services: Services, request: FastifyRequest, reques
     watch?.stop();
   }
   if (!state) throw new NotFound('the authorization request does not exist');
-  noteExpiry(recorders(services, request), state);
+  noticeExpiry(deps, state, context);
   return statusAnswer(state);
 }

@@ -1,32 +1,33 @@
-import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../db/types.js';
-import { recordStep } from '../flows/steps.js';
-import type { Metrics } from '../metrics.js';
-import { createMaintenanceStore } from '../store/maintenance.js';
-import { createSignInStore } from '../store/sign-ins.js';
+import type { Events } from '../events/emitter.js';
+import type { Log } from '../logger.js';
+import type { Store } from '../store/index.js';
 
 const BATCH = 1000;
 
+/** What the purge uses: the store slices it deletes through, and the events of the expiries it records. */
+export interface PurgeDeps {
+  store: Pick<Store, 'signIns' | 'maintenance'>;
+  events: Events;
+}
+
 export interface PurgeOptions {
   auditRetentionDays: number;
-  log?: FastifyBaseLogger;
-  /** Counts the sign-ins whose expiry the purge records (they are expired sign-ins like any other). */
-  metrics?: Metrics;
+  log: Log;
 }
 
 /**
  * Deletes what has expired, in small batches so that no statement holds locks for long;
- * returns how many rows went from each table. First it records the expiry of the requests that
- * nobody looked at since they ran out of time, so that every abandoned sign-in is in the audit log.
+ * returns how many rows went from each table. First it records the expiry of the sign-ins that
+ * nobody looked at since they ran out of time, so that every abandoned sign-in is in the audit log
+ * (and counted, as any other expired sign-in).
  */
-export async function purgeExpired(db: Db, { auditRetentionDays, log, metrics }: PurgeOptions): Promise<Record<string, number>> {
-  const requests = createSignInStore(db);
+export async function purgeExpired({ store, events }: PurgeDeps, { auditRetentionDays, log }: PurgeOptions): Promise<Record<string, number>> {
   for (;;) {
-    const expired = await requests.expireOverdue(BATCH);
-    for (const request of expired) recordStep({ log, metrics }, 'expired', request);
+    const expired = await store.signIns.expireOverdue(BATCH);
+    for (const signIn of expired) events.emit('sign-in.expired', signIn, { log });
     if (expired.length < BATCH) break;
   }
-  const maintenance = createMaintenanceStore(db);
+  const { maintenance } = store;
   const removed: Record<string, number> = {};
   for (const table of maintenance.purgeTables) {
     removed[table] = 0;
@@ -44,7 +45,7 @@ export async function purgeExpired(db: Db, { auditRetentionDays, log, metrics }:
  * (and waits for a run under way). The next run is timed from the end of the previous one, so
  * runs never overlap however long one takes (a big backlog, a slow database).
  */
-export function schedulePurge(db: Db, intervalSeconds: number, options: PurgeOptions & { log: FastifyBaseLogger }): () => Promise<void> {
+export function schedulePurge(deps: PurgeDeps, intervalSeconds: number, options: PurgeOptions): () => Promise<void> {
   const { log } = options;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -52,7 +53,7 @@ export function schedulePurge(db: Db, intervalSeconds: number, options: PurgeOpt
 
   async function run() {
     try {
-      log.debug({ removed: await purgeExpired(db, options) }, 'purged expired rows');
+      log.debug({ removed: await purgeExpired(deps, options) }, 'purged expired rows');
     } catch (err) {
       log.warn({ err: { message: (err as Error).message } }, 'purge failed; will retry');
     }

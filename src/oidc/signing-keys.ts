@@ -1,7 +1,6 @@
 import { calculateJwkThumbprint, type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import type { Queryable } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
-import { createServerKeyStore } from '../store/server-keys.js';
+import type { Store } from '../store/index.js';
 
 export type { SigningAlg } from '../protocol/signing.js';
 
@@ -54,14 +53,12 @@ async function newKeyPair(alg: SigningAlg) {
  * or replaced when it was made for another algorithm (the old one stays published meanwhile).
  * `tokenLifetimeSeconds` is how long a signed token stays valid (the access token's lifetime).
  */
-export async function openSigningKeys(db: Queryable, alg: SigningAlg, tokenLifetimeSeconds: number): Promise<SigningKeys> {
+export async function openSigningKeys(serverKeys: Store['serverKeys'], alg: SigningAlg, tokenLifetimeSeconds: number): Promise<SigningKeys> {
   let cached: { key: CurrentSigningKey; readAt: number } | undefined;
   let published: { keys: Promise<PublishedKey[]>; readAt: number } | undefined;
 
-  const store = createServerKeyStore(db);
-
   async function readCurrent(): Promise<CurrentSigningKey | undefined> {
-    const stored = await store.currentSigningKey<SigningAlg, JWK>();
+    const stored = await serverKeys.currentSigningKey<SigningAlg, JWK>();
     if (!stored) return undefined;
     const { kid, alg: keyAlg, private_jwk: privateJwk } = stored;
     const key = (await importJWK(privateJwk, keyAlg)) as CryptoKey;
@@ -71,7 +68,7 @@ export async function openSigningKeys(db: Queryable, alg: SigningAlg, tokenLifet
 
   async function rotate(): Promise<PublishedKey> {
     const pair = await newKeyPair(alg);
-    await store.rotateSigningKey({ ...pair, alg }, tokenLifetimeSeconds + RETIRED_KEY_MARGIN_SECONDS);
+    await serverKeys.rotateSigningKey({ ...pair, alg }, tokenLifetimeSeconds + RETIRED_KEY_MARGIN_SECONDS);
     published = undefined;
     await readCurrent();
     return pair.publicJwk;
@@ -95,7 +92,7 @@ export async function openSigningKeys(db: Queryable, alg: SigningAlg, tokenLifet
       // Read at most once a second (anyone may ask, as often as they like); a key made current on
       // another instance is published here within that second.
       if (!published || Date.now() - published.readAt >= PUBLISHED_MAX_AGE_MS) {
-        const keys = store.publishedSigningKeys<PublishedKey>();
+        const keys = serverKeys.publishedSigningKeys<PublishedKey>();
         published = { keys, readAt: Date.now() };
         keys.catch(() => (published = undefined));
       }

@@ -77,7 +77,7 @@ export default async function agentAuthenticateRoute(fastify: FastifyInstance) {
     { schema, onRequest: failuresPerAddress.check, preValidation: failuresPerAgent.check, onError: countFailure },
     async (request) => {
       const { request_id: requestId, agent_id: agentId, agent_secret: agentSecret, model, expected_redirect_origin: expectedOrigin } = request.body;
-      return authenticate(app.services, request, { requestId, agentId, agentSecret, model, expectedOrigin });
+      return authenticate(app.services, { requestId, agentId, agentSecret, model, expectedOrigin }, { log: request.log });
     },
   );
 }

@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { sha256 } from '../crypto/secrets.js';
-import { browserSecret, csrfToken } from '../flows/browser-binding.js';
+import { csrfToken } from '../flows/browser-binding.js';
 import { complete, loadBrowserSignIn, requestIdSchema, tryComplete } from '../flows/sign-in.js';
 import { renderSignInPage } from '../pages/sign-in-pages.js';
 import { htmlPage, noBody, UNAVAILABLE } from './responses.js';
@@ -36,12 +35,13 @@ export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
     const requestId = request.query.request_id;
     // The usual visit, without approval, is one statement: the guarded completion itself. The
     // request is read only when that does not apply, to show the right page or error.
-    const presented = browserSecret(request, config, requestId);
+    const context = { log: request.log };
+    const presented = request.bindingSecret(requestId);
     if (!config.requireApproval && presented) {
-      const location = await tryComplete({ services: app.services, request, reply, requestId, browserHash: sha256(presented) });
-      if (location) return reply.redirect(location, 302);
+      const location = await tryComplete(app.services, { requestId, secret: presented }, context);
+      if (location) return reply.unbindBrowser(requestId).redirect(location, 302);
     }
-    const { details, secret, browserHash } = await loadBrowserSignIn(app.services, request, requestId);
+    const { details, secret } = await loadBrowserSignIn(app.services, requestId, presented, context);
     const page = {
       requestId: details.id,
       clientName: details.client_name,
@@ -62,6 +62,7 @@ export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
         },
       });
     }
-    return reply.redirect(await complete({ services: app.services, request, reply, requestId: details.id, browserHash }), 302);
+    const location = await complete(app.services, { requestId, secret }, context);
+    return reply.unbindBrowser(requestId).redirect(location, 302);
   });
 }

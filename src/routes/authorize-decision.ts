@@ -32,7 +32,8 @@ export default async function authorizeDecisionRoute(fastify: FastifyInstance) {
 
   app.post('/authorize/decision', { schema, config: { html: true } }, async (request, reply) => {
     const { request_id: requestId, csrf_token: token, decision } = request.body;
-    const { details, secret, browserHash } = await loadBrowserSignIn(app.services, request, requestId);
+    const context = { log: request.log };
+    const { details, secret } = await loadBrowserSignIn(app.services, requestId, request.bindingSecret(requestId), context);
     if (!config.requireApproval || details.status !== 'authenticated') {
       throw new InvalidRequest('this sign-in is not waiting for approval');
     }
@@ -40,6 +41,7 @@ export default async function authorizeDecisionRoute(fastify: FastifyInstance) {
 
     // 303: the browser follows with a GET, never re-posting the form to the website (RFC 9700 4.12).
     const decide = decision === 'approve' ? complete : deny;
-    return reply.redirect(await decide({ services: app.services, request, reply, requestId, browserHash }), 303);
+    const location = await decide(app.services, { requestId, secret }, context);
+    return reply.unbindBrowser(requestId).redirect(location, 303);
   });
 }

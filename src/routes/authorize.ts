@@ -105,15 +105,20 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
     const nonce = config.idTokenSigningAlg ? optional(query, 'nonce') : undefined;
 
-    const created = await start(app.services, request, reply, {
-      client_id: client.client_id,
-      redirect_uri: redirectUri,
-      state,
-      code_challenge: codeChallenge,
-      scope,
-      login_hint: loginHint ?? null,
-      nonce: nonce ?? null,
-    });
+    const created = await start(
+      app.services,
+      {
+        client_id: client.client_id,
+        redirect_uri: redirectUri,
+        state,
+        code_challenge: codeChallenge,
+        scope,
+        login_hint: loginHint ?? null,
+        nonce: nonce ?? null,
+      },
+      { log: request.log },
+    );
+    reply.bindBrowser(created.id, created.bindingSecret);
     return renderSignInPage(reply, 'waiting', {
       requestId: created.id,
       clientName: client.name,

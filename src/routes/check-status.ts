@@ -57,9 +57,10 @@ export default async function checkStatusRoute(fastify: FastifyInstance) {
 
   app.get('/api/check-status', { schema, onRequest: [noStore, perIp] }, async (request, reply) => {
     const { request_id: requestId, wait = 0, last_status: lastStatus } = request.query;
-    if (wait === 0) return status(app.services, request, requestId);
+    const context = { log: request.log };
+    if (wait === 0) return status(app.services, requestId, context);
     const hungUp = new AbortController();
     reply.raw.once('close', () => hungUp.abort());
-    return status(app.services, request, requestId, { waitMs: wait * 1000, lastStatus, stop: AbortSignal.any([hungUp.signal, closing.signal]) });
+    return status(app.services, requestId, context, { waitMs: wait * 1000, lastStatus, stop: AbortSignal.any([hungUp.signal, closing.signal]) });
   });
 }

@@ -1,13 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
-import { authorizationCodeGrant } from '../grant-types/authorization-code.js';
-import { refreshTokenGrant } from '../grant-types/refresh-token.js';
-import { type GrantHandler, tokenResponseSchema } from '../grant-types/token-response.js';
-import { authenticateClient, clientCredentials, omitEmptyParameters, param, presentedCredentials } from '../oauth/client-auth.js';
-import { clientBudget } from '../plugins/client-auth.js';
+import { clientCredentials, param } from '../oauth/client-auth.js';
+import { clientCall, clientEndpoints } from '../plugins/client-auth.js';
 import { noStore } from '../plugins/no-store.js';
+import { issueTokens } from '../tokens/token-endpoint.js';
+import { tokenResponseSchema } from '../tokens/token-response.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
 // Unknown parameters are ignored (RFC 6749 §3.2); known ones must be single strings.
@@ -20,11 +18,6 @@ const tokenEndpointBody = z.object({
   scope: param(1000),
   ...clientCredentials,
 });
-
-const GRANT_TYPES = new Map<string, GrantHandler>([
-  ['authorization_code', authorizationCodeGrant],
-  ['refresh_token', refreshTokenGrant],
-]);
 
 const schema = {
   tags: ['oauth'],
@@ -51,17 +44,7 @@ const schema = {
 export default async function tokenRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
-  await app.register(clientBudget);
-  app.addHook('preValidation', omitEmptyParameters);
+  await app.register(clientEndpoints);
 
-  app.post('/token', { schema }, async (request) => {
-    const credentials = presentedCredentials(request);
-    const grantType = request.body.grant_type;
-    const grant = GRANT_TYPES.get(grantType ?? '');
-    if (!grant) {
-      await authenticateClient(request, credentials);
-      throw grantType ? new UnsupportedGrantType(grantType) : new InvalidRequest('grant_type is required');
-    }
-    return grant(request, request.body, credentials);
-  });
+  app.post('/token', { schema }, async (request) => issueTokens(app.services, clientCall(request), request.body, { log: request.log }));
 }

@@ -2,9 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidRequest, InvalidToken } from '../errors.js';
-import { liveAccessToken } from '../oauth/access-token.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 import { noStore } from '../plugins/no-store.js';
+import { liveAccessToken } from '../tokens/live-access-token.js';
 import { BODY_REFUSED, errorResponses, serializeAsBuilt, UNAVAILABLE } from './responses.js';
 
 // RFC 6750 §2.1.

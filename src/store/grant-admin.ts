@@ -1,5 +1,5 @@
 import type { Db } from '../db/types.js';
-import { GRANT_JOINS, LIVE_GRANT, REVOKED_COLUMNS, type RevokedGrant } from './grants.js';
+import { type EndedGrant, endGrants, GRANT_JOINS, LIVE_GRANT } from './grants.js';
 
 /** One sign-in of one agent at one website, as its owner and the operators see it. */
 export interface GrantRecord {
@@ -110,9 +110,11 @@ export function createGrantAdminStore(db: Db) {
      * Returns the grants it revoked; undefined when the grant, agent, user (by email) or client
      * does not exist.
      */
-    async revoke(level: RevocationLevel, key: string): Promise<RevokedGrant[] | undefined> {
+    async revoke(level: RevocationLevel, key: string): Promise<EndedGrant[] | undefined> {
       const { owner, column, inFlight } = LEVELS[level];
       return db.transaction(async (tx) => {
+        const { rows } = await tx.query<{ found: boolean }>(`WITH owner AS (${owner}) SELECT EXISTS (SELECT 1 FROM owner) AS found`, [key]);
+        if (!rows[0].found) return undefined;
         if (inFlight) {
           await tx.query(
             `WITH owner AS (${owner})
@@ -126,15 +128,7 @@ export function createGrantAdminStore(db: Db) {
             [key],
           );
         }
-        const { rows } = await tx.query<{ found: boolean; revoked: RevokedGrant[] }>(
-          `WITH owner AS (${owner}), revoked AS (
-           UPDATE grants SET revoked_at = now(), revoked_reason = $2
-           WHERE revoked_at IS NULL AND ${column} IN (SELECT id FROM owner) RETURNING ${REVOKED_COLUMNS}
-         )
-         SELECT EXISTS (SELECT 1 FROM owner) AS found, coalesce((SELECT json_agg(revoked) FROM revoked), '[]'::json) AS revoked`,
-          [key, `admin_${level}`],
-        );
-        return rows[0].found ? rows[0].revoked : undefined;
+        return endGrants(tx, { with: `owner AS (${owner})`, which: `${column} IN (SELECT id FROM owner)`, params: [key], reason: `admin_${level}` });
       });
     },
   };

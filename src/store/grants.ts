@@ -1,6 +1,19 @@
-import type { GrantCache, LiveGrant } from '../cache/grant-cache.js';
-import type { Db } from '../db/types.js';
+import type { GrantCache } from '../cache/grant-cache.js';
+import type { Db, Queryable } from '../db/types.js';
 import type { StoredClientCredentials } from './clients.js';
+
+/** What the access-token checks need to know about a live grant, read in one statement (and kept by the grant cache). */
+export interface LiveGrant {
+  client_id: string;
+  agent_id: string;
+  /** The user the agent acts for now, and their email as it is now. */
+  user_id: string;
+  email: string;
+  /** Milliseconds since the epoch: past it, the grant must be read again (a refresh may have extended it). */
+  expires_at_ms: number;
+  /** Access tokens of this grant revoked one by one (RFC 7009), usually none. */
+  revoked_jtis: string[];
+}
 
 /** Lifetimes in seconds of what a grant issues; the grant lives as long as its newest token. */
 export interface TokenLifetimes {
@@ -42,15 +55,43 @@ export interface ActiveRefreshToken extends GrantSubject {
   expires_at: Date;
 }
 
-/** A grant that a statement has just revoked, for the audit log line (the row is the trigger's). */
-export interface RevokedGrant {
+/** A grant that a statement has just ended (revoked), with grants.revoked_reason. */
+export interface EndedGrant {
   grant_id: string;
   client_id: string;
   agent_id: string;
   model: string;
   reason: string;
 }
-export const REVOKED_COLUMNS = 'id AS grant_id, client_id, agent_id, model, revoked_reason AS reason';
+
+/** Which grants to end: a condition on `grants` over `params`, and a WITH clause it may need. */
+export interface GrantsToEnd {
+  which: string;
+  params: unknown[];
+  reason: string;
+  with?: string;
+}
+
+/**
+ * Every statement that ends grants is this one, run on `q` (the connection, or the transaction the
+ * ending belongs to); it returns what it ended, for src/tokens/revocation.ts to announce
+ * (`grant.ended`). The audit rows and the grant cache's notifications come from triggers
+ * (migrations/003, 008). Whatever else must be written durably with an ending (the back-channel
+ * logout outbox) goes into this statement, as one more `INSERT … SELECT … FROM ended`: then it commits
+ * with the revocation or not at all.
+ */
+export async function endGrants(q: Queryable, { which, params, reason, with: prelude }: GrantsToEnd): Promise<EndedGrant[]> {
+  const { rows } = await q.query<EndedGrant>(
+    `WITH ${prelude ? `${prelude}, ` : ''}ended AS (
+       UPDATE grants SET revoked_at = now(), revoked_reason = $${params.length + 1}
+       WHERE revoked_at IS NULL AND ${which}
+       RETURNING id AS grant_id, client_id, agent_id, model, revoked_reason AS reason
+     )
+     SELECT grant_id, client_id, agent_id, model, reason FROM ended`,
+    [...params, reason],
+  );
+  return rows;
+}
 
 /** The client asking to introspect, read (to authenticate it) in the same round trip as the token. */
 export interface Introspected<T> {
@@ -107,7 +148,10 @@ const rotationParams = (input: { tokenHash: string; clientId: string; newTokenHa
 /** An access token's grant, if it is live and the token was not revoked on its own. */
 const liveFor = (grant: LiveGrant | undefined, jti: string) => (grant && !grant.revoked_jtis.includes(jti) ? grant : undefined);
 
-export function createGrantStore(db: Db, cache: GrantCache) {
+/** The grant cache as the store fills it: live grants and the clients that introspect. */
+export type StoreCache = GrantCache<LiveGrant, StoredClientCredentials>;
+
+export function createGrantStore(db: Db, cache: StoreCache) {
   /**
    * The client `clientId` ($1) and the row `lookup` (a query over $1 and `params`) finds for it;
    * `present` is a column that row always has, so its NULL means no row.
@@ -185,13 +229,8 @@ export function createGrantStore(db: Db, cache: GrantCache) {
      * A spent code or refresh token presented again means it leaked: revoke the grant behind it, and
      * with it every token it issued (RFC 6749 §4.1.2; OAuth 2.1 §4.3.1 refresh token reuse).
      */
-    async revokeIfSpent(kind: keyof typeof SPENT, hash: string): Promise<RevokedGrant | undefined> {
-      const { rows } = await db.query<RevokedGrant>(
-        `UPDATE grants SET revoked_at = now(), revoked_reason = $2 WHERE revoked_at IS NULL AND id = (${SPENT[kind]})
-         RETURNING ${REVOKED_COLUMNS}`,
-        [hash, REUSE_REASON[kind]],
-      );
-      return rows[0];
+    revokeIfSpent(kind: keyof typeof SPENT, hash: string): Promise<EndedGrant[]> {
+      return endGrants(db, { which: `id = (${SPENT[kind]})`, params: [hash], reason: REUSE_REASON[kind] });
     },
 
     /**
@@ -331,14 +370,12 @@ export function createGrantStore(db: Db, cache: GrantCache) {
     },
 
     /** RFC 7009 for a refresh token: the whole family goes, if the token is this client's. */
-    async revokeRefreshToken(tokenHash: string, clientId: string): Promise<RevokedGrant | undefined> {
-      const { rows } = await db.query<RevokedGrant>(
-        `UPDATE grants SET revoked_at = now(), revoked_reason = 'client_revocation'
-         WHERE revoked_at IS NULL AND client_id = $2 AND id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = $1)
-         RETURNING ${REVOKED_COLUMNS}`,
-        [tokenHash, clientId],
-      );
-      return rows[0];
+    revokeRefreshToken(tokenHash: string, clientId: string): Promise<EndedGrant[]> {
+      return endGrants(db, {
+        which: 'client_id = $2 AND id = (SELECT grant_id FROM refresh_tokens WHERE token_hash = $1)',
+        params: [tokenHash, clientId],
+        reason: 'client_revocation',
+      });
     },
   };
 }

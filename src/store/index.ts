@@ -1,17 +1,16 @@
-import type { GrantCache } from '../cache/grant-cache.js';
 import type { Db } from '../db/types.js';
 import { createAgentStore } from './agents.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
 import { createGrantAdminStore } from './grant-admin.js';
-import { createGrantStore } from './grants.js';
+import { createGrantStore, type StoreCache } from './grants.js';
 import { createMaintenanceStore } from './maintenance.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
 
 /** Everything the routes read or write goes through here; only src/store knows the SQL. */
-export function createStore(db: Db, grantCache: GrantCache) {
+export function createStore(db: Db, grantCache: StoreCache) {
   return {
     clients: createClientStore(db),
     agents: createAgentStore(db),

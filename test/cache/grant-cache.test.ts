@@ -1,8 +1,9 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GrantCache, type LiveGrant } from '../../src/cache/grant-cache.js';
+import { GrantCache } from '../../src/cache/grant-cache.js';
 import { createMetrics } from '../../src/metrics.js';
 import { grantIdOf } from '../../src/oauth/access-token.js';
+import type { LiveGrant } from '../../src/store/grants.js';
 import { type Credentials, introspect, issueTokens, refresh, revoke, userinfo } from '../helpers/codes.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
 import { within } from '../helpers/poll.js';
@@ -182,7 +183,7 @@ describe(`grant cache (${storeName})`, () => {
 
 describe(`grant cache: a notification while a read is under way (${storeName})`, () => {
   let server: TestServer;
-  let cache: GrantCache;
+  let cache: GrantCache<LiveGrant>;
   beforeAll(async () => {
     server = await startTestServer();
     cache = new GrantCache(10, createMetrics());

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GrantCache } from '../../src/cache/grant-cache.js';
 import type { Db } from '../../src/db/types.js';
 import { purgeExpired, schedulePurge } from '../../src/jobs/purge.js';
+import { createMetrics } from '../../src/metrics.js';
+import { createStore } from '../../src/store/index.js';
 import { issueTokens, revoke, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { setRequestExpiry, startAuthorize } from '../helpers/flow.js';
@@ -57,7 +60,7 @@ describe(`purging expired rows (${storeName})`, () => {
       console_signed_out: await count('console_signed_out'),
       audit_events: await count('audit_events'),
     };
-    const removed = await purgeExpired(db, { auditRetentionDays: 30 });
+    const removed = await purgeExpired(server.services, { auditRetentionDays: 30, log: server.app.log });
     expect(removed).toEqual({
       auth_requests: 1,
       auth_codes: 1,
@@ -82,7 +85,7 @@ describe(`purging expired rows (${storeName})`, () => {
     expect((await db.query('SELECT 1 FROM grants WHERE id = $1', [ended.rows[0].id])).rows).toHaveLength(1);
     expect((await userinfo(server, endedTokens.access_token)).statusCode).toBe(401);
     // a second run finds nothing more
-    expect(Object.values(await purgeExpired(db, { auditRetentionDays: 30 })).every((n) => n === 0)).toBe(true);
+    expect(Object.values(await purgeExpired(server.services, { auditRetentionDays: 30, log: server.app.log })).every((n) => n === 0)).toBe(true);
   });
 });
 
@@ -111,7 +114,9 @@ describe(`the purge schedule (${storeName})`, () => {
         seen.underWay--;
       }
     };
-    return { db: { ...db, query: query as Db['query'] }, seen };
+    // The purge's store over that connection (no grant cache: the purge reads no grant).
+    const store = createStore({ ...db, query: query as Db['query'] }, new GrantCache(0, createMetrics()));
+    return { deps: { store, events: server.services.events }, seen };
   }
 
   /** A new authorization request, expired long enough ago to be purged. */
@@ -125,9 +130,9 @@ describe(`the purge schedule (${storeName})`, () => {
   const until = (check: () => Promise<boolean>) => within(30_000, check, 100);
 
   it('purges on its schedule, one run at a time however long a run takes, and not at all once stopped', async () => {
-    const { db, seen } = slowStore(200);
+    const { deps, seen } = slowStore(200);
     const first = await abandonedRequest();
-    const stop = schedulePurge(db, 1, { auditRetentionDays: 30, log: server.app.log });
+    const stop = schedulePurge(deps, 1, { auditRetentionDays: 30, log: server.app.log });
     try {
       expect(await until(async () => !(await exists(first)))).toBe(true);
       // Aged after the first run deleted from auth_requests: only a later run can take it.

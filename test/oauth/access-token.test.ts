@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { keyringFrom } from '../../src/crypto/keyring.js';
-import { signAccessToken, verifyAccessToken } from '../../src/oauth/access-token.js';
+import { signAccessToken } from '../../src/oauth/access-token.js';
+import { VerifiedAccessTokens } from '../../src/tokens/verified-access-tokens.js';
 import { introspect, issueTokens, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
@@ -41,30 +42,25 @@ describe.each([
   });
 });
 
-describe('verifyAccessToken', () => {
-  const config = { issuer: 'https://as.example', ttl: { accessToken: 300 }, grantCacheSize: 100 } as never;
+describe('the access tokens a process has verified', () => {
+  const config = { issuer: 'https://as.example', ttl: { accessToken: 300 } } as never;
   const old = keyringFrom(['old-secret-that-is-at-least-32-bytes-long']);
   const grant = { grant_id: 'grant_a', agent_id: 'agent_a', client_id: 'client_a', scope: 'email', model: 'm' };
+  const verified = (keyring: ReturnType<typeof keyringFrom>) => new VerifiedAccessTokens({ config, keyring }, 100);
 
   it('remembers a token for the keys that verified it only: a keyring without its key refuses it', () => {
     const { token } = signAccessToken({ config, keyring: old }, grant);
-    expect(verifyAccessToken({ config, keyring: old }, token)).toMatchObject({ sub: 'agent_a' });
-    const rotatedOut = keyringFrom(['new-secret-that-is-at-least-32-bytes-long']);
-    expect(verifyAccessToken({ config, keyring: rotatedOut }, token)).toBeUndefined();
-    expect(
-      verifyAccessToken(
-        { config, keyring: keyringFrom(['new-secret-that-is-at-least-32-bytes-long', 'old-secret-that-is-at-least-32-bytes-long']) },
-        token,
-      ),
-    ).toMatchObject({
-      sub: 'agent_a',
-    });
+    expect(verified(old).verify(token)?.claims).toMatchObject({ sub: 'agent_a' });
+    expect(verified(keyringFrom(['new-secret-that-is-at-least-32-bytes-long'])).verify(token)).toBeUndefined();
+    const rotated = keyringFrom(['new-secret-that-is-at-least-32-bytes-long', 'old-secret-that-is-at-least-32-bytes-long']);
+    expect(verified(rotated).verify(token)?.claims).toMatchObject({ sub: 'agent_a' });
   });
 
   it('hands out claims that cannot be changed, since later checks of the token share them', () => {
     const { token } = signAccessToken({ config, keyring: old }, grant);
-    const claims = verifyAccessToken({ config, keyring: old }, token)!;
+    const tokens = verified(old);
+    const { claims } = tokens.verify(token)!;
     expect(() => Object.assign(claims, { sub: 'agent_b' })).toThrow(TypeError);
-    expect(verifyAccessToken({ config, keyring: old }, token)).toMatchObject({ sub: 'agent_a' });
+    expect(tokens.verify(token)?.claims).toMatchObject({ sub: 'agent_a' });
   });
 });

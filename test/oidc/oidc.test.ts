@@ -209,9 +209,9 @@ describe(`signing key rotation (${storeName})`, () => {
     // Once that time has passed it is no longer published (as an instance reading the store now
     // sees it: the JWKS is re-read at most once a second), and the purge deletes it.
     await server.services.db.query(`UPDATE signing_keys SET expires_at = now() - interval '1 second' WHERE kid = $1`, [oldKey.kid]);
-    const reader = await openSigningKeys(server.services.db, 'ES256', 3600);
+    const reader = await openSigningKeys(server.services.store.serverKeys, 'ES256', 3600);
     expect((await reader.published()).map((k) => k.kid)).toEqual([newKid]);
-    const removed = await purgeExpired(server.services.db, { auditRetentionDays: 365 });
+    const removed = await purgeExpired(server.services, { auditRetentionDays: 365, log: server.app.log });
     expect(removed.signing_keys).toBe(1);
     expect((await server.adminCall('GET', '/admin/keys')).json).toMatchObject({ alg: 'ES256', current_kid: newKid });
   });
@@ -225,10 +225,10 @@ describe(`signing keys kept in the store (${storeName})`, () => {
     server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256' });
     const [first] = (await jwks(server)).keys;
     // As a restart would: the key is read back, not made again.
-    const again = await openSigningKeys(server.services.db, 'RS256', 3600);
+    const again = await openSigningKeys(server.services.store.serverKeys, 'RS256', 3600);
     expect((await again.current()).kid).toBe(first.kid);
 
-    const switched = await openSigningKeys(server.services.db, 'EdDSA', 3600);
+    const switched = await openSigningKeys(server.services.store.serverKeys, 'EdDSA', 3600);
     const current = await switched.current();
     expect(current).toMatchObject({ alg: 'EdDSA' });
     expect((await switched.published()).map((k) => [k.kid, k.alg])).toEqual([

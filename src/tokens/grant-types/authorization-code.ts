@@ -1,17 +1,17 @@
-import { logAudit, logReuse } from '../audit.js';
-import { generateId, sha256 } from '../crypto/secrets.js';
-import { InvalidGrant, InvalidRequest } from '../errors.js';
-import { authenticateClient } from '../oauth/client-auth.js';
-import { newRefreshToken } from '../oauth/refresh-token-format.js';
-import { signIdToken } from '../oidc/id-token.js';
-import { type GrantHandler, tokenResponse } from './token-response.js';
+import { generateId, sha256 } from '../../crypto/secrets.js';
+import { InvalidGrant, InvalidRequest } from '../../errors.js';
+import { newRefreshToken } from '../../oauth/refresh-token-format.js';
+import { signIdToken } from '../../oidc/id-token.js';
+import { authenticateCaller } from '../client-authentication.js';
+import { revokeReused } from '../revocation.js';
+import { type GrantHandler, tokenResponse } from '../token-response.js';
 
 // RFC 7636 §4.1: 43 to 128 characters of the unreserved set.
 const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
 /** RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.6, S256 only). */
-export const authorizationCodeGrant: GrantHandler = async (request, body, credentials) => {
-  await authenticateClient(request, credentials);
+export const authorizationCodeGrant: GrantHandler = async (deps, call, body, context) => {
+  const client = await authenticateCaller(deps, call);
   const { code, redirect_uri: redirectUri, code_verifier: verifier } = body;
   if (!code) throw new InvalidRequest('code is required');
   // Every authorization request carried a redirect_uri, so the exchange must repeat it (§4.1.3).
@@ -21,37 +21,35 @@ export const authorizationCodeGrant: GrantHandler = async (request, body, creden
     throw new InvalidRequest('code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_", "~"');
   }
 
-  const { services } = request.server;
-  const { client } = request;
+  const { config, store, signingKeys } = deps;
   const codeHash = sha256(code);
   const grantId = generateId('grant');
   const refreshToken = newRefreshToken();
-  const redeemed = await services.store.grants.exchangeCode({
+  const redeemed = await store.grants.exchangeCode({
     codeHash,
     clientId: client.client_id,
     redirectUri,
     codeChallenge: sha256(verifier),
     grantId,
     refreshTokenHash: sha256(refreshToken),
-    lifetimes: services.config.ttl,
+    lifetimes: config.ttl,
   });
 
   if (!redeemed) {
-    // A replayed code: its grant is revoked (the audit trigger records reuse_detected and revoked).
-    const revoked = await services.store.grants.revokeIfSpent('code', codeHash);
-    if (revoked) logReuse(request.log, revoked);
+    // A replayed code: its grant is revoked.
+    await revokeReused(deps, 'code', codeHash, context);
     throw new InvalidGrant('the authorization code is invalid, expired or already used');
   }
   if (!redeemed.agent_active) throw new InvalidGrant('the agent of this authorization is no longer active');
   if (!redeemed.redirect_uri_matches) throw new InvalidGrant('redirect_uri does not match the one of the authorization request');
   if (!redeemed.verifier_matches) throw new InvalidGrant('code_verifier does not match the code_challenge');
   const { agent_id, model, scope } = redeemed;
-  logAudit(request.log, 'token_issued', { grant_id: grantId, client_id: client.client_id, agent_id, model });
-  const { signingKeys } = services;
+  const grant = { grant_id: grantId, client_id: client.client_id, agent_id, model };
+  deps.events.emit('grant.issued', grant, context);
   // OpenID Connect Core §3.1.3.3: an ID token when the scope asks for one, in OpenID Connect mode.
   const idToken =
     signingKeys && scope.split(' ').includes('openid')
-      ? (accessToken: string) => signIdToken(signingKeys, services.config, { ...redeemed, client_id: client.client_id }, accessToken)
+      ? (accessToken: string) => signIdToken(signingKeys, config, { ...redeemed, client_id: client.client_id }, accessToken)
       : undefined;
-  return tokenResponse(request, { grant_id: grantId, client_id: client.client_id, agent_id, model, scope }, refreshToken, idToken);
+  return tokenResponse(deps, { ...grant, scope }, refreshToken, idToken);
 };

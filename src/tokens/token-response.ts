@@ -1,8 +1,12 @@
-import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { signAccessToken } from '../oauth/access-token.js';
-import type { PresentedCredentials } from '../oauth/client-auth.js';
+import type { Config } from '../config.js';
+import type { EventContext, Events } from '../events/emitter.js';
+import { signAccessToken, type TokenKeys } from '../oauth/access-token.js';
+import type { ClientCall } from '../oauth/client-auth.js';
+import type { SigningKeys } from '../oidc/signing-keys.js';
 import type { GrantSubject } from '../store/grants.js';
+import type { Store } from '../store/index.js';
+import type { ClientReads } from './client-authentication.js';
 
 /** The body of a successful token response (RFC 6749 §5.1); both grant types answer with it. */
 export const tokenResponseSchema = z.object({
@@ -18,6 +22,7 @@ export type TokenResponse = z.infer<typeof tokenResponseSchema>;
 
 /** The token endpoint's request fields a grant type reads (see the schema in routes/token.ts). */
 export interface TokenRequestFields {
+  grant_type?: string;
   code?: string;
   redirect_uri?: string;
   code_verifier?: string;
@@ -25,24 +30,33 @@ export interface TokenRequestFields {
   scope?: string;
 }
 
+/** What the grant types use: settings, the keys that sign, the store slices they read and write, the events. */
+export interface TokenEndpointDeps extends TokenKeys, ClientReads {
+  config: Pick<Config, 'issuer' | 'ttl' | 'refreshTokenReuseIntervalSeconds'>;
+  store: Pick<Store, 'clients' | 'grants'>;
+  /** OpenID Connect mode only: the keys that sign ID tokens. */
+  signingKeys?: SigningKeys;
+  events: Events;
+}
+
 /**
- * One grant type: authenticates the client (`credentials`, as presented), checks the request and
- * issues tokens, or throws the OAuth error. A client that fails authentication hears invalid_client
- * before anything about its request.
+ * One grant type: authenticates the client (`call.credentials`, as presented), checks the request
+ * and issues tokens, or throws the OAuth error. A client that fails authentication hears
+ * invalid_client before anything about its request.
  */
-export type GrantHandler = (request: FastifyRequest, body: TokenRequestFields, credentials: PresentedCredentials) => Promise<TokenResponse>;
+export type GrantHandler = (deps: TokenEndpointDeps, call: ClientCall, body: TokenRequestFields, context: EventContext) => Promise<TokenResponse>;
 
 /**
  * `grant.scope` is the scope of this access token (and the one reported back). `idToken` signs the
  * ID token, which needs the access token (at_hash).
  */
 export async function tokenResponse(
-  request: FastifyRequest,
+  keys: TokenKeys,
   grant: GrantSubject,
   refreshToken: string,
   idToken?: (accessToken: string) => Promise<string>,
 ): Promise<TokenResponse> {
-  const { token, expiresIn } = signAccessToken(request.server.services, grant);
+  const { token, expiresIn } = signAccessToken(keys, grant);
   const response: TokenResponse = {
     access_token: token,
     token_type: 'Bearer',

@@ -1,11 +1,12 @@
-import { logAudit, logReuse } from '../audit.js';
-import { sha256 } from '../crypto/secrets.js';
-import { InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
-import { authenticateClient } from '../oauth/client-auth.js';
-import { newRefreshToken } from '../oauth/refresh-token-format.js';
-import { parseScope } from '../oauth/scopes.js';
-import type { GrantSubject } from '../store/grants.js';
-import { type GrantHandler, tokenResponse } from './token-response.js';
+import { sha256 } from '../../crypto/secrets.js';
+import { InvalidGrant, InvalidRequest, InvalidScope } from '../../errors.js';
+import { authenticateClient } from '../../oauth/client-auth.js';
+import { newRefreshToken } from '../../oauth/refresh-token-format.js';
+import { parseScope } from '../../oauth/scopes.js';
+import type { GrantSubject } from '../../store/grants.js';
+import { authenticateCaller } from '../client-authentication.js';
+import { revokeReused } from '../revocation.js';
+import { type GrantHandler, tokenResponse } from '../token-response.js';
 
 /** The scope a refresh asks for: undefined when none, null when it names unknown values. */
 function requestedScope(scope: string | undefined): string[] | undefined | null {
@@ -26,9 +27,10 @@ function requestedScope(scope: string | undefined): string[] | undefined | null 
  * token (as SHA-256 digests: comparing digests tells nothing about a secret) and spends nothing
  * otherwise. Anything else is sorted out afterwards, the client first, as on every client endpoint.
  */
-export const refreshTokenGrant: GrantHandler = async (request, body, credentials) => {
-  const { services } = request.server;
-  const { grants } = services.store;
+export const refreshTokenGrant: GrantHandler = async (deps, call, body, context) => {
+  const { config, store, events } = deps;
+  const { grants } = store;
+  const { credentials } = call;
   const presented = body.refresh_token;
   const tokenHash = presented && sha256(presented);
   const requested = requestedScope(body.scope);
@@ -41,51 +43,45 @@ export const refreshTokenGrant: GrantHandler = async (request, body, credentials
           clientId: credentials.id,
           clientSecretHash: sha256(credentials.secret),
           newTokenHash: sha256(successor),
-          lifetimes: services.config.ttl,
+          lifetimes: config.ttl,
           scope: requested,
         })
       : undefined;
   // A narrower scope applies to this access token only; the refresh token keeps its scope (§6).
-  const refreshed = (rotated: GrantSubject) => {
-    logAudit(request.log, 'refreshed', {
-      grant_id: rotated.grant_id,
-      client_id: rotated.client_id,
-      agent_id: rotated.agent_id,
-      model: rotated.model,
-    });
-    return tokenResponse(request, { ...rotated, scope: requested?.join(' ') ?? rotated.scope }, successor);
+  const refreshed = ({ grant_id, client_id, agent_id, model, scope }: GrantSubject) => {
+    events.emit('grant.refreshed', { grant_id, client_id, agent_id, model }, context);
+    return tokenResponse(deps, { grant_id, client_id, agent_id, model, scope: requested?.join(' ') ?? scope }, successor);
   };
   if (grant) {
     // The statement compared the secret's digest to spend the token; the client is accepted the usual way.
-    await authenticateClient(request, credentials, () => grant.client);
+    authenticateClient(call, grant.client);
     return refreshed(grant);
   }
 
-  await authenticateClient(request, credentials);
+  const client = await authenticateCaller(deps, call);
   if (!tokenHash) throw new InvalidRequest('refresh_token is required');
   const scope = body.scope === undefined ? undefined : parseScope(body.scope);
   // A wider scope than granted is refused without spending the token.
-  const live = scope && (await grants.findRefreshToken(tokenHash, request.client.client_id));
+  const live = scope && (await grants.findRefreshToken(tokenHash, client.client_id));
   if (live && scope.some((s) => !live.scope.split(' ').includes(s))) {
     throw new InvalidScope(`scope may narrow the granted scope "${live.scope}", never widen it`);
   }
   // The token just spent, presented again within the reuse interval: a retry whose answer was lost.
-  const { refreshTokenReuseIntervalSeconds } = services.config;
+  const { refreshTokenReuseIntervalSeconds } = config;
   const retried =
     refreshTokenReuseIntervalSeconds > 0
       ? await grants.rotateRetriedRefreshToken({
           tokenHash,
-          clientId: request.client.client_id,
+          clientId: client.client_id,
           newTokenHash: sha256(successor),
-          lifetimes: services.config.ttl,
+          lifetimes: config.ttl,
           scope,
           reuseIntervalSeconds: refreshTokenReuseIntervalSeconds,
         })
       : undefined;
   if (retried?.issued) return refreshed(retried);
-  // A reused refresh token: its family is revoked (the audit trigger records reuse_detected and revoked).
-  // A retry that a concurrent retry of the same token beat is refused, and revokes nothing.
-  const revoked = retried ? undefined : await grants.revokeIfSpent('refresh_token', tokenHash);
-  if (revoked) logReuse(request.log, revoked);
+  // A reused refresh token: its family is revoked. A retry that a concurrent retry of the same token
+  // beat is refused, and revokes nothing.
+  if (!retried) await revokeReused(deps, 'refresh_token', tokenHash, context);
   throw new InvalidGrant('the refresh token is invalid, expired or revoked');
 };

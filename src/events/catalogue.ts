@@ -1,0 +1,59 @@
+/**
+ * Every event the server emits in process (src/events/emitter.ts), with what it carries: ids and
+ * names only, never a secret, code or token. Each is emitted once, by the code that made it happen,
+ * after the store has recorded it; the audit table's rows are written by the database in the same
+ * statement (migrations/003), so a subscriber never has to write them. src/README.md lists who emits
+ * and who listens.
+ */
+
+/** Who a sign-in is for: the request (its wire name) and the website. */
+interface SignIn {
+  request_id: string;
+  client_id: string;
+}
+
+/** A sign-in once an agent has authenticated it. */
+interface AgentSignIn extends SignIn {
+  agent_id: string;
+  model: string;
+}
+
+/** One grant: one sign-in of one agent at one website, and the tokens it issues. */
+export interface GrantFacts {
+  grant_id: string;
+  client_id: string;
+  agent_id: string;
+  model: string;
+}
+
+export interface EventPayloads {
+  /** GET /authorize recorded a new sign-in and bound it to the browser. */
+  'sign-in.started': SignIn;
+  /** An agent proved who it is for a sign-in (pending -> authenticated). */
+  'sign-in.authenticated': AgentSignIn;
+  /** The browser collected the code (authenticated -> completed). */
+  'sign-in.completed': AgentSignIn;
+  /** The person pressed Deny on the approval page. */
+  'sign-in.denied': AgentSignIn;
+  /** A sign-in ran out of time; emitted once, by whoever noticed and recorded it (a read, or the purge). */
+  'sign-in.expired': SignIn & { agent_id: string | null; model: string | null };
+  /** An agent's authentication was refused; `reason` is for the audit log only, never the caller. */
+  'agent.authentication_failed': { request_id: string; agent_id: string; model: string; reason: string };
+  /** A code was exchanged: the grant and its first tokens exist. */
+  'grant.issued': GrantFacts;
+  /** A refresh token was rotated (or a lost rotation retried) and a new pair issued. */
+  'grant.refreshed': GrantFacts;
+  /**
+   * A grant was revoked, and every token it issued with it. `reason` is grants.revoked_reason:
+   * `code_replay` and `refresh_token_reuse` (reuse detected), `client_revocation` (RFC 7009),
+   * `admin_<level>` (the admin API and the console).
+   */
+  'grant.ended': GrantFacts & { reason: string };
+  /** One access token revoked on its own by its client (RFC 7009); its grant lives on. */
+  'access-token.revoked': GrantFacts & { reason: 'client_revocation' };
+}
+
+export type EventName = keyof EventPayloads;
+
+/** The reasons of a grant ended because a spent code or refresh token came back (RFC 9700 §4.14.2). */
+export const REUSE_REASONS: readonly string[] = ['code_replay', 'refresh_token_reuse'];

@@ -1,0 +1,89 @@
+import { z } from 'zod';
+import type { Config } from '../config.js';
+import { sha256 } from '../crypto/secrets.js';
+import { InvalidRequest } from '../errors.js';
+import { grantIdOf } from '../oauth/access-token.js';
+import { authenticateClient, type ClientCall } from '../oauth/client-auth.js';
+import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
+import type { Store } from '../store/index.js';
+import type { VerifiedAccessToken, VerifiedAccessTokens } from './verified-access-tokens.js';
+
+/** RFC 7662 §2.2, with our `model`. */
+export const introspectionResponse = z.object({
+  active: z.boolean(),
+  sub: z.string().optional(),
+  client_id: z.string().optional(),
+  scope: z.string().optional(),
+  exp: z.number().int().optional(),
+  iat: z.number().int().optional(),
+  iss: z.string().optional(),
+  aud: z.string().optional(),
+  jti: z.string().optional(),
+  token_type: z.string().optional(),
+  model: z.string().optional(),
+});
+type Answer = z.infer<typeof introspectionResponse>;
+
+/** An answer's JSON text: built here from checked values, so the route sends it as it is. */
+export type AnswerText = string;
+const INACTIVE: AnswerText = JSON.stringify({ active: false } satisfies Answer);
+
+/** What introspection reads: the asking client with the token (one round trip), and the tokens this process verified. */
+export interface IntrospectionDeps {
+  config: Pick<Config, 'issuer'>;
+  store: Pick<Store, 'clients' | 'grants'>;
+  verifiedTokens: VerifiedAccessTokens;
+}
+
+const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
+
+/** An active access token's answer depends on its claims alone: serialised once per token, not per call. */
+function activeAnswer(token: VerifiedAccessToken): AnswerText {
+  return (token.activeIntrospection ??= JSON.stringify({ active: true, ...token.claims, token_type: 'access_token' } satisfies Answer));
+}
+
+/** A token of the asking client is read along with the client; any other token is inactive for it. */
+async function introspectAccessToken({ store, verifiedTokens }: IntrospectionDeps, call: ClientCall, token: string): Promise<AnswerText> {
+  const verified = verifiedTokens.verify(token);
+  const { id } = call.credentials;
+  if (id === undefined || verified?.claims.client_id !== id) {
+    authenticateClient(call, id === undefined ? undefined : await store.clients.getWithSecret(id));
+    return INACTIVE;
+  }
+  const { jti, sub } = verified.claims;
+  const read = await store.grants.introspectAccessToken(id, grantIdOf(jti), jti);
+  authenticateClient(call, read?.client);
+  return read?.token?.agent_id === sub ? activeAnswer(verified) : INACTIVE;
+}
+
+/** A refresh token has no jti; its iat and exp are when it was issued and when it expires. */
+async function introspectRefreshToken({ config, store }: IntrospectionDeps, call: ClientCall, token: string): Promise<AnswerText> {
+  const { id } = call.credentials;
+  const read = id === undefined ? undefined : await store.grants.introspectRefreshToken(id, sha256(token));
+  authenticateClient(call, read?.client);
+  const live = read?.token;
+  if (!live) return INACTIVE;
+  return JSON.stringify({
+    active: true,
+    sub: live.agent_id,
+    client_id: live.client_id,
+    scope: live.scope,
+    exp: epoch(live.expires_at),
+    iat: epoch(live.created_at),
+    iss: config.issuer,
+    aud: live.client_id,
+    token_type: 'refresh_token',
+    model: live.model,
+  } satisfies Answer);
+}
+
+/**
+ * RFC 7662: a client learns only about its own tokens; anything else, including a live token of
+ * another client, is `{active: false}`. The client authenticates before anything found is used (and
+ * before a missing token is refused, as on the other client endpoints).
+ */
+export async function introspect(deps: IntrospectionDeps, call: ClientCall, token: string | undefined): Promise<AnswerText> {
+  const answer = await (token && isRefreshTokenFormat(token) ? introspectRefreshToken : introspectAccessToken)(deps, call, token ?? '');
+  if (!token) throw new InvalidRequest('token is required');
+  return answer;
+}

@@ -1,0 +1,73 @@
+import { sha256 } from '../crypto/secrets.js';
+import { InvalidRequest } from '../errors.js';
+import type { EventContext, Events } from '../events/emitter.js';
+import { grantIdOf } from '../oauth/access-token.js';
+import type { ClientCall } from '../oauth/client-auth.js';
+import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
+import type { RevocationLevel } from '../store/grant-admin.js';
+import type { EndedGrant } from '../store/grants.js';
+import type { Store } from '../store/index.js';
+import { authenticateCaller } from './client-authentication.js';
+import type { VerifiedAccessTokens } from './verified-access-tokens.js';
+
+/** What ending grants needs: the store slices `S` that end them, and the events that announce it. */
+export interface RevocationDeps<S extends keyof Store = 'grants'> {
+  store: Pick<Store, S>;
+  events: Events;
+}
+
+/**
+ * The one place where grants the store has ended (src/store/grants.ts, endGrants) become events:
+ * every revocation, whoever asks for it, comes through here.
+ */
+function announceEnded(events: Events, ended: EndedGrant[], context: EventContext): EndedGrant[] {
+  for (const grant of ended) events.emit('grant.ended', grant, context);
+  return ended;
+}
+
+/**
+ * A spent code or refresh token presented again means it leaked: the grant behind it is revoked,
+ * and with it every token it issued (RFC 6749 §4.1.2; OAuth 2.1 §4.3.1; RFC 9700 §4.14.2).
+ */
+export async function revokeReused(deps: RevocationDeps, kind: 'code' | 'refresh_token', hash: string, context: EventContext): Promise<void> {
+  announceEnded(deps.events, await deps.store.grants.revokeIfSpent(kind, hash), context);
+}
+
+/**
+ * Every grant at one level (a grant, an agent, a user by email, a website) and the sign-ins in
+ * flight there (src/store/grant-admin.ts); undefined when there is no such grant, agent, user or
+ * website. The admin API and the console revoke through here.
+ */
+export async function revokeAtLevel(
+  deps: RevocationDeps<'grantAdmin'>,
+  level: RevocationLevel,
+  key: string,
+  context: EventContext,
+): Promise<EndedGrant[] | undefined> {
+  const ended = await deps.store.grantAdmin.revoke(level, key);
+  return ended && announceEnded(deps.events, ended, context);
+}
+
+/**
+ * RFC 7009: a client revokes one of its own tokens; anything else (another client's, unknown,
+ * expired, forged) is quietly nothing to revoke. A refresh token takes its whole grant along; an
+ * access token is refused until it would have expired, its grant living on.
+ */
+export async function revokeToken(
+  deps: RevocationDeps<'clients' | 'grants'> & { verifiedTokens: VerifiedAccessTokens },
+  call: ClientCall,
+  token: string | undefined,
+  context: EventContext,
+): Promise<void> {
+  const { client_id: clientId } = await authenticateCaller(deps, call);
+  if (!token) throw new InvalidRequest('token is required');
+  if (isRefreshTokenFormat(token)) {
+    announceEnded(deps.events, await deps.store.grants.revokeRefreshToken(sha256(token), clientId), context);
+    return;
+  }
+  const claims = deps.verifiedTokens.verify(token)?.claims;
+  if (claims?.client_id !== clientId) return;
+  await deps.store.grants.revokeAccessToken(claims.jti, new Date(claims.exp * 1000));
+  const grant = { grant_id: grantIdOf(claims.jti), client_id: clientId, agent_id: claims.sub, model: claims.model };
+  deps.events.emit('access-token.revoked', { ...grant, reason: 'client_revocation' }, context);
+}
