@@ -31,9 +31,27 @@ function isProxyAddress(entry: string): boolean {
   return family !== 0 && extra === undefined && (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= maxBits));
 }
 
+/** What the README's and docs/operations.md's tables say of a variable (`npm run docs:config` writes them). */
+export type VariableDoc = {
+  /** The README's line: what the variable is for. */
+  title: string;
+  /** docs/operations.md's text: the whole of it. */
+  description: string;
+  /** The default as the tables show it, when it is not the schema's (derived, or generated). */
+  shownDefault?: string;
+  /** Its table in docs/operations.md: the main one, or the branding one. */
+  section?: 'branding';
+};
+
+const about = (title: string, description = title, more: Pick<VariableDoc, 'shownDefault' | 'section'> = {}): VariableDoc => ({
+  title,
+  description,
+  ...more,
+});
+
 const envSchema = z.object({
-  PORT: port.default(3000),
-  HOST: z.string().min(1).default('0.0.0.0'),
+  PORT: port.default(3000).meta(about('Port of the public listener.')),
+  HOST: z.string().min(1).default('0.0.0.0').meta(about('Address of the public listener.', 'Address the public listener binds.')),
   ISSUER: z
     .url({ protocol: /^https?$/ })
     .refine((u) => !u.endsWith('/'), 'must not end with a slash')
@@ -41,10 +59,42 @@ const envSchema = z.object({
       const problem = transportProblem(new URL(u));
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     })
-    .optional(),
-  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
-  DATA_DIR: z.string().min(1).default('./data'),
-  JWT_SECRET: secret.optional(),
+    .optional()
+    .meta(
+      about(
+        'Public base URL, no trailing slash (metadata, token `iss`, redirects); `https`, or `http` on localhost only.',
+        'Public base URL of the server, without a trailing slash. It appears in the metadata, as `iss` in tokens and in redirects; behind a proxy or load balancer it is the URL clients use.',
+        { shownDefault: '`http://localhost:$PORT`' },
+      ),
+    ),
+  DATABASE_URL: z
+    .url({ protocol: /^postgres(ql)?$/ })
+    .optional()
+    .meta(
+      about(
+        '`postgres://…`: keep state in PostgreSQL instead of the embedded store.',
+        '`postgres://user:password@host:5432/db`. When set, state lives in that PostgreSQL.',
+      ),
+    ),
+  DATA_DIR: z
+    .string()
+    .min(1)
+    .default('./data')
+    .meta(
+      about(
+        'Embedded store (`$DATA_DIR/pglite`) and generated admin token; `memory` keeps the store in memory (then `ADMIN_TOKEN` must be set).',
+        'Without `DATABASE_URL`, the embedded database lives in `$DATA_DIR/pglite`; `memory` keeps it in memory (lost at exit). The generated admin token is kept here in any case (see `ADMIN_TOKEN`); with `memory`, `ADMIN_TOKEN` must be set.',
+      ),
+    ),
+  JWT_SECRET: secret
+    .optional()
+    .meta(
+      about(
+        'HS256 signing secret, at least 32 bytes; unset, one is generated and kept in the store.',
+        'HS256 secret that signs access tokens, at least 32 bytes (`openssl rand -base64 48`). Unset (and `JWT_SECRETS` unset): the server generates one on first start and keeps it in the database, so tokens survive restarts and replicas share it.',
+        { shownDefault: 'unset (generated)' },
+      ),
+    ),
   JWT_SECRETS: z
     .string()
     .transform((s) =>
@@ -54,26 +104,105 @@ const envSchema = z.object({
         .filter(Boolean),
     )
     .pipe(z.array(secret).min(1, 'must name at least one secret'))
-    .optional(),
-  AUTH_REQUEST_TTL_SECONDS: seconds.max(600).default(600),
-  AUTH_CODE_TTL_SECONDS: seconds.max(600).default(600),
-  ACCESS_TOKEN_TTL_SECONDS: seconds.max(3600).default(3600),
-  REFRESH_TOKEN_TTL_SECONDS: seconds.default(2592000),
-  // Set: OpenID Connect mode, ID tokens signed with a key pair kept in the store (docs/interop.md).
-  ID_TOKEN_SIGNING_ALG: z.enum(SIGNING_ALGS).optional(),
-  ADMIN_PORT: port.default(3001),
-  ADMIN_HOST: z.string().min(1).default('127.0.0.1'),
-  ADMIN_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
-  REQUIRE_APPROVAL: bool.default(false),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  PURGE_INTERVAL_SECONDS: seconds.default(300),
-  // 0 switches retry-safe rotation off (docs/security.md).
-  REFRESH_TOKEN_REUSE_INTERVAL_SECONDS: z.coerce.number().int().min(0).max(300).default(30),
-  // How long SIGTERM keeps serving (readyz 503) before draining (docs/operations.md).
-  SHUTDOWN_DELAY_SECONDS: z.coerce.number().int().min(0).max(120).default(0),
-  AUDIT_RETENTION_DAYS: z.coerce.number().int().min(1).default(365),
-  // Grants (and as many clients) kept in memory for /userinfo and /introspect; 0: off (docs/operations.md).
-  GRANT_CACHE_SIZE: count.max(1_000_000).default(10_000),
+    .optional()
+    .meta(
+      about(
+        'Several secrets for rotation, comma-separated, newest first (instead of `JWT_SECRET`).',
+        'Several secrets for rotation, comma-separated, newest first: the first signs, all verify. Set this or `JWT_SECRET`, not both.',
+      ),
+    ),
+  AUTH_REQUEST_TTL_SECONDS: seconds
+    .max(600)
+    .default(600)
+    .meta(about('Lifetime of an authorization request (at most 600).', 'Lifetime of an authorization request (the sign-in page), at most 600.')),
+  AUTH_CODE_TTL_SECONDS: seconds
+    .max(600)
+    .default(600)
+    .meta(about('Lifetime of an authorization code (at most 600).', 'Lifetime of an authorization code, at most 600.')),
+  ACCESS_TOKEN_TTL_SECONDS: seconds
+    .max(3600)
+    .default(3600)
+    .meta(about('Lifetime of an access token (at most 3600).', 'Lifetime of an access token, at most 3600.')),
+  REFRESH_TOKEN_TTL_SECONDS: seconds.default(2592000).meta(about('Lifetime of a refresh token (30 days).')),
+  ID_TOKEN_SIGNING_ALG: z
+    .enum(SIGNING_ALGS)
+    .optional()
+    .meta(
+      about(
+        '`RS256`, `ES256` or `EdDSA`: OpenID Connect mode (see [OpenID Connect](#openid-connect-opt-in)).',
+        '`RS256`, `ES256` or `EdDSA` (Ed25519): OpenID Connect mode, with ID tokens signed by a key pair the server keeps in the database (see [ID token signing keys](#id-token-signing-keys)). Unset: no ID tokens, an empty JWKS.',
+      ),
+    ),
+  ADMIN_PORT: port.default(3001).meta(about('Port of the admin listener.')),
+  ADMIN_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .meta(about('Address of the admin listener; keep it private.', 'Address the admin listener binds.')),
+  ADMIN_TOKEN: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .optional()
+    .meta(
+      about(
+        'Bearer token of the admin API, at least 16 characters.',
+        'Bearer token for the admin API, at least 16 characters. Unset: one is generated on first start and written to `$DATA_DIR/admin-token` (mode 0600), where the `agent-auth` CLI on the same machine finds it.',
+        { shownDefault: 'unset (generated)' },
+      ),
+    ),
+  REQUIRE_APPROVAL: bool
+    .default(false)
+    .meta(
+      about(
+        '`true`: the user approves or denies each sign-in instead of automatic approval.',
+        '`true`: the sign-in page asks the user to approve or deny each request instead of approving automatically.',
+      ),
+    ),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .meta(about('`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`.')),
+  PURGE_INTERVAL_SECONDS: seconds.default(300).meta(about('How often expired requests, codes and tokens are deleted.')),
+  REFRESH_TOKEN_REUSE_INTERVAL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(300)
+    .default(30)
+    .meta(
+      about(
+        'A client may retry a refresh whose answer it lost, with the same token, this long (its unused successor is discarded); `0` = every reuse revokes the grant.',
+        'A refresh token presented again at most this many seconds after it was spent, while its successor was never used, is a retry whose answer was lost: it gets a new pair and the unused successor is discarded. Anything else presented twice revokes the grant. `0` switches this off (every reuse revokes); at most 300. See docs/security.md.',
+      ),
+    ),
+  SHUTDOWN_DELAY_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(120)
+    .default(0)
+    .meta(
+      about(
+        'On SIGTERM, `/readyz` answers 503 and the server keeps serving this long before it drains.',
+        'On `SIGTERM`, how long `/readyz` answers 503 while the server keeps serving, before it drains and stops (at most 120). See "Graceful shutdown".',
+        { shownDefault: '`0` (`5` in the image)' },
+      ),
+    ),
+  AUDIT_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(365)
+    .meta(about('How long audit events, and grants after they end (the sign-in history), are kept before the purge deletes them.')),
+  GRANT_CACHE_SIZE: count
+    .max(1_000_000)
+    .default(10_000)
+    .meta(
+      about(
+        'Grants, clients and verified access tokens each instance keeps in memory for `/userinfo` and `/introspect` (revocation still immediate; `0` = off; docs/operations.md, "Grant cache").',
+        'Grants (and as many clients and verified access tokens) each instance keeps in memory for `/userinfo` and `/introspect`; `0` switches the cache off. See [Grant cache](#grant-cache).',
+      ),
+    ),
   TRUST_PROXY: z
     .string()
     .transform((v, ctx) => {
@@ -83,28 +212,118 @@ const envSchema = z.object({
         ctx.addIssue({ code: 'custom', message: `must be true, false, a hop count or a comma-separated list of addresses/CIDRs ("${bad}" is none)` });
       return trusted;
     })
-    .default(false),
-  REDIS_TIMEOUT_MS: z.coerce.number().int().min(10).max(10_000).default(300),
-  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
-  RATE_LIMIT_WINDOW_SECONDS: seconds.default(60),
-  RATE_LIMIT_AUTHORIZE_PER_IP: count.default(120),
-  RATE_LIMIT_CHECK_STATUS_PER_IP: count.default(600),
-  RATE_LIMIT_AUTHENTICATE_PER_IP: count.default(60),
-  RATE_LIMIT_AUTHENTICATE_PER_AGENT: count.default(20),
-  // Off by default: a website's own authenticated traffic is never refused (docs/security.md, Rate limits).
-  RATE_LIMIT_CLIENT_PER_CLIENT: count.default(0),
-  RATE_LIMIT_CLIENT_FAILURES_PER_IP: count.default(300),
-  RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: count.default(20),
-  BRAND_NAME: z.string().trim().min(1).max(60).default('agent-auth'),
-  BRAND_LOGO_URL: z.url({ protocol: /^https?$/ }).optional(),
+    .default(false)
+    .meta(
+      about(
+        'Which proxies to believe about the client address (`X-Forwarded-For`), scheme and host: `true` (any: only if the proxy overwrites the header), a hop count such as `1` (the proxy in front of us appends; its entry counts), or a comma-separated list of proxy addresses/CIDRs (`10.0.0.0/8,127.0.0.1`).',
+        "Which proxies to believe about the client address, scheme and host (`X-Forwarded-For`, `-Proto`, `-Host`). `true`: any, so only when the proxy in front *overwrites* these headers (the compose `scale` profile's nginx does). A hop count, e.g. `1`: that many proxies in front, each *appending* to `X-Forwarded-For` (most cloud load balancers): the last entry is the client's, whatever the client prepended; the server must then be reachable only through them. A comma-separated list of proxy addresses, CIDRs or `loopback`/`linklocal`/`uniquelocal`: entries are believed while they come from these. Otherwise a client can pick the address that rate limits count.",
+      ),
+    ),
+  REDIS_URL: z
+    .url({ protocol: /^rediss?$/ })
+    .optional()
+    .meta(
+      about(
+        '`redis://…`: share rate-limit counters between instances.',
+        '`redis://` or `rediss://` URL. When set, rate-limit counters live in Redis and are shared by every instance; otherwise each process counts on its own. Should Redis fail or hang, requests are let through (see "Rate limits and Redis").',
+      ),
+    ),
+  REDIS_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(10)
+    .max(10_000)
+    .default(300)
+    .meta(
+      about(
+        'Connect and command timeout for Redis; past it, limits fail open (docs/operations.md, "Rate limits and Redis").',
+        'How long a Redis connect or command may take before limits fail open.',
+      ),
+    ),
+  RATE_LIMIT_WINDOW_SECONDS: seconds.default(60).meta(about('Rate-limit window.', 'Length of the rate-limit window.')),
+  RATE_LIMIT_AUTHORIZE_PER_IP: count
+    .default(120)
+    .meta(about('`GET /authorize` per client IP per window (`0` = off, as for every limit).', '`GET /authorize` requests per client IP per window.')),
+  RATE_LIMIT_CHECK_STATUS_PER_IP: count
+    .default(600)
+    .meta(about('`GET /api/check-status` per client IP per window.', '`GET /api/check-status` requests per client IP per window.')),
+  RATE_LIMIT_AUTHENTICATE_PER_IP: count
+    .default(60)
+    .meta(
+      about(
+        'Failed `POST /api/agent/authenticate` calls per client address per window.',
+        'Failed `POST /api/agent/authenticate` calls (any refusal) per client address per window.',
+      ),
+    ),
+  RATE_LIMIT_AUTHENTICATE_PER_AGENT: count
+    .default(20)
+    .meta(
+      about(
+        'Failed authenticates per agent id and client address per window (docs/security.md, "Rate limits").',
+        'Failed agent authentications (unknown agent, wrong secret, inactive) per agent id and client address per window. Failures elsewhere never lock an agent out (docs/security.md, "Rate limits").',
+      ),
+    ),
+  RATE_LIMIT_CLIENT_PER_CLIENT: count
+    .default(0)
+    .meta(
+      about(
+        "Authenticated calls to `/token`, `/introspect` and `/revoke` together per client per window, on each instance; a website's own traffic is not limited unless this is set (at least 6000 is advised).",
+        "Authenticated calls to `/token`, `/introspect` and `/revoke` together per client per window, counted by each instance (it guards the instance's capacity; no Redis command per call). Only calls with the client's secret count. Off by default; at least 6000 is advised when set.",
+        { shownDefault: '`0` (off)' },
+      ),
+    ),
+  RATE_LIMIT_CLIENT_FAILURES_PER_IP: count
+    .default(300)
+    .meta(
+      about(
+        'Failed (unauthenticated) calls to those endpoints per client address per window.',
+        'Failed calls to those endpoints (refused before the client authenticated) per client address per window.',
+      ),
+    ),
+  RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: count.default(20).meta(about('Failed client authentications per client id and client address per window.')),
+  BRAND_NAME: z
+    .string()
+    .trim()
+    .min(1)
+    .max(60)
+    .default('agent-auth')
+    .meta(
+      about('The product name the sign-in pages and the console show.', 'The product name the pages show (at most 60 characters).', {
+        section: 'branding',
+      }),
+    ),
+  BRAND_LOGO_URL: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .meta(
+      about(
+        'An image URL shown beside the name.',
+        "An `https` (or `http`) image URL shown beside the name; its origin is added to the pages' `img-src`.",
+        { section: 'branding' },
+      ),
+    ),
   BRAND_LOGO_FILE: z
     .string()
     .regex(/\.(png|svg|jpe?g|webp|gif)$/i, 'must name a .png, .svg, .jpg, .webp or .gif file')
-    .optional(),
+    .optional()
+    .meta(
+      about(
+        'Instead of a URL: an image file served by both listeners.',
+        'Instead of a URL: a `.png`, `.svg`, `.jpg`, `.webp` or `.gif` file read at start and served by both listeners at `/assets/logo` (`/console/assets/logo`).',
+        { section: 'branding' },
+      ),
+    ),
   BRAND_ACCENT_COLOR: z
     .string()
     .regex(/^#(?:[0-9a-f]{3}|[0-9a-f]{6})$/i, 'must be a hex colour such as #1f6feb')
-    .optional(),
+    .default('#1f6feb')
+    .meta(
+      about(
+        'Hex colour of buttons and highlights.',
+        'Hex colour (`#rgb` or `#rrggbb`) of buttons and highlights; the text on it turns black or white, whichever contrasts more.',
+        { section: 'branding' },
+      ),
+    ),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -162,6 +381,20 @@ function settingsFrom(e: z.output<typeof envSchema>) {
 }
 
 export type Config = ReturnType<typeof settingsFrom>;
+
+/**
+ * Every variable with what the documentation says of it, in the schema's order: the source of the
+ * README's and docs/operations.md's tables (scripts/config-docs.ts). `shownDefault` is the
+ * default as they show it.
+ */
+export function variableDocs(): (VariableDoc & { name: string; shownDefault: string })[] {
+  return Object.entries(envSchema.shape).map(([name, schema]) => {
+    const doc = schema.meta() as VariableDoc | undefined;
+    if (!doc?.title || !doc.description) throw new Error(`${name} has no documentation in src/config.ts`);
+    const value: unknown = schema.parse(undefined);
+    return { ...doc, name, shownDefault: doc.shownDefault ?? (value === undefined ? 'unset' : `\`${String(value)}\``) };
+  });
+}
 
 /** A variable's default, for tools (the CLI) that must agree with the server without parsing a whole environment. */
 export function defaultOf<K extends keyof Env>(name: K): z.output<typeof envSchema>[K] {

@@ -72,9 +72,8 @@ function textOn(hex: string): string {
 }
 
 function brandOf(config: Config['brand'], prefix: string): Brand {
-  const accent = config.accentColor ?? '#1f6feb';
   const logoSrc = config.logoUrl ?? (config.logoFile ? `${prefix}/assets/logo` : undefined);
-  return { name: config.name, logoSrc, accent, accentText: textOn(accent) };
+  return { name: config.name, logoSrc, accent: config.accentColor, accentText: textOn(config.accentColor) };
 }
 
 export interface HtmlPagesOptions {
