@@ -75,9 +75,11 @@ function ignoredByDocker(name: string): boolean {
 }
 
 describe('Dockerfile', () => {
-  it('builds every stage on the official Node 20 slim image', () => {
+  it('builds every stage on the official slim image of a Node LTS line (22 or 24) that the project supports', () => {
     expect(stages.length).toBeGreaterThanOrEqual(2);
-    for (const stage of stages) expect(stage[0].args.split(/\s+/)[0]).toMatch(/^node:20-[a-z0-9.-]*slim$/);
+    for (const stage of stages) expect(stage[0].args.split(/\s+/)[0]).toMatch(/^node:(22|24)-[a-z0-9.-]*slim$/);
+    // The project keeps supporting Node 20.11 for development; the image's Node must satisfy the same range.
+    expect(JSON.parse(read('package.json')).engines.node).toBe('>=20.11');
   });
 
   it('runs the final stage as a user other than root', () => {

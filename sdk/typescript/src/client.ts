@@ -1,4 +1,3 @@
-import { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import {
   AgentAuthError,
   errorFromBody,
@@ -9,6 +8,7 @@ import {
   WrongWebsiteError,
 } from './errors.js';
 import { type PageLike, readRequestId } from './page.js';
+import { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, type SignInStatus } from './protocol.js';
 import { sleep } from './sleep.js';
 
 export interface AgentAuthClientOptions {
