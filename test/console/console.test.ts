@@ -112,19 +112,20 @@ describe(`the operators' console (${storeName})`, () => {
   });
 
   it('refuses a forged, expired or foreign session cookie', async () => {
+    // Keyed with the admin token's digest, as every instance knows it (src/console/session.ts).
     const forge = (key: string, expires: number) => {
       const body = `${expires}.AAAAAAAAAAAAAAAAAAAAAA`;
       const derived = createHmac('sha256', key).update('agent-auth console session').digest();
       return `${body}.${createHmac('sha256', derived).update(body).digest('base64url')}`;
     };
     const now = Math.floor(Date.now() / 1000);
-    for (const value of [forge('another-admin-token-0123456789', now + 3600), forge(ADMIN_TOKEN, now - 1), 'garbage', ADMIN_TOKEN]) {
+    for (const value of [forge(sha256('another-admin-token-0123456789'), now + 3600), forge(sha256(ADMIN_TOKEN), now - 1), 'garbage', ADMIN_TOKEN]) {
       const res = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${value}` } });
       expect(res.statusCode, value).toBe(303);
       expect(res.headers.location).toBe('/console/sign-in');
     }
     // The forger's format is right: with the real token, it is a session.
-    const genuine = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${forge(ADMIN_TOKEN, now + 60)}` } });
+    const genuine = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${forge(sha256(ADMIN_TOKEN), now + 60)}` } });
     expect(genuine.statusCode).toBe(200);
   });
 
