@@ -13,6 +13,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts', 'sdk/typescript/test/**/*.test.ts'],
+    // Slow tests (a fresh clone and its npm ci) run once per CI run, by `npm run test:slow`.
+    exclude: ['**/node_modules/**', ...(process.env.SLOW_TESTS ? [] : ['test/**/*.slow.test.ts'])],
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     // Most test files wait on sockets, browsers and timers, not the CPU: two at a time on a 2-core machine.
