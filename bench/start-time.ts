@@ -11,7 +11,6 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -22,14 +21,6 @@ const { values: args } = parseArgs({
 });
 const RUNS = Number(args.runs);
 
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
-
 interface Timing {
   /** Spawn to the "agent-auth ready" line, ms. */
   ready: number;
@@ -39,11 +30,11 @@ interface Timing {
 
 /** One `npm start` (or `before`, then `npm start`) on `dataDir`, timed, then stopped with SIGTERM. */
 async function timedStart(dataDir: string, before?: string[]): Promise<Timing> {
-  const [port, adminPort] = [await freePort(), await freePort()];
+  // Ports the system picks; the banner says which.
   const env = {
     ...process.env,
-    PORT: String(port),
-    ADMIN_PORT: String(adminPort),
+    PORT: '0',
+    ADMIN_PORT: '0',
     HOST: '127.0.0.1',
     DATA_DIR: dataDir,
     LOG_LEVEL: 'warn',
@@ -63,7 +54,8 @@ async function timedStart(dataDir: string, before?: string[]): Promise<Timing> {
   });
   let readyz = 0;
   while (!readyz) {
-    const status = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+    const url = /public +listening on (\S+)/.exec(output)![1];
+    const status = await fetch(`${url}/readyz`).then(
       (r) => r.status,
       () => 0,
     );

@@ -1,9 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
-import { listFilter, listings } from './home.js';
+import { listPage } from './home.js';
 import { firstProblem, FormProblem, redirectWith, renderConsole } from './render.js';
-import { form, grantCount, idParam, type Registration, resourceActions, withWebsiteHosts } from './resource.js';
+import { form, grantCount, idParam, resourceActions, withWebsiteHosts } from './resource.js';
 
 // Where a per-grant revoke returns to: a console page, never anywhere else.
 const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;
@@ -13,20 +13,15 @@ export default async function agentPages(app: FastifyInstance) {
   const { agents, grantAdmin } = app.services.store;
   const page = { config: { html: true } };
 
-  const listPage = async (request: FastifyRequest, reply: FastifyReply, registration?: Registration) =>
-    renderConsole(request, reply, 'agents', {
-      title: 'Agents',
-      ...(await listings(app, listFilter.parse(request.query ?? {}), ['agents'])),
-      registration,
-    });
+  const list = listPage(app, 'agents', 'Agents', 'agents');
 
-  app.get('/agents', page, (request, reply) => listPage(request, reply));
+  app.get('/agents', page, (request, reply) => list(request, reply));
 
   app.post('/agents', page, async (request, reply) => {
     const body = form(request);
     const parsed = agentCreate.safeParse({ email: body.email, name: body.name?.trim() || undefined });
     // Refused: the same page again, with the form as it was typed.
-    if (!parsed.success) return listPage(request, reply.code(400), { problem: firstProblem(parsed.error), values: body });
+    if (!parsed.success) return list(request, reply.code(400), { problem: firstProblem(parsed.error), values: body });
     const created = await agents.create(parsed.data);
     return redirectWith(request, reply, `/console/agents/${created.agent_id}`, {
       notice: `Agent registered for ${created.email}.`,

@@ -2,26 +2,14 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
 import { sha256 } from '../../src/crypto/secrets.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { createTestDatabase, storeName, type TestDatabase, usingPostgres } from '../helpers/database.js';
+import { localConfig } from '../helpers/listening.js';
 
-/** An instance without ADMIN_TOKEN, over `databaseUrl` (or the embedded store in its data directory). */
-function instance(dataDir: string, databaseUrl: string | undefined, env: Record<string, string> = {}) {
-  return startServer(
-    loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      ADMIN_PORT: '0',
-      ADMIN_HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'silent',
-      ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-      ...env,
-    }),
-  );
-}
+/** An instance without ADMIN_TOKEN (unless `env` sets one), over `databaseUrl` (or the embedded store in its data directory). */
+const instance = (dataDir: string, databaseUrl: string | undefined, env: Record<string, string> = {}) =>
+  startServer(localConfig(dataDir, databaseUrl, env));
 
 const listClients = (server: RunningServer, token: string) =>
   fetch(`${server.adminUrl}/admin/clients`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.status);
