@@ -192,7 +192,7 @@ describe('docker-compose.yml', () => {
     expect(app.healthcheck.test.join(' ')).toContain("fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz'");
   });
 
-  it('publishes the public port only: the admin listener stays on each container\'s loopback, out of the shared network', () => {
+  it("publishes the public port only: the admin listener stays on each container's loopback, out of the shared network", () => {
     const app = services['agent-auth'];
     expect(app.ports).toEqual(['3000:3000']);
     for (const name of ['agent-auth', 'agent-auth-1', 'agent-auth-2']) {
@@ -204,7 +204,7 @@ describe('docker-compose.yml', () => {
     expect(composeText).toContain('docker compose exec agent-auth node dist/cli.js');
   });
 
-  it('limits each agent-auth container\'s memory from the measured peak resident size, with headroom', () => {
+  it("limits each agent-auth container's memory from the measured peak resident size, with headroom", () => {
     // docs/operations.md gives the peak with the grant cache full, measured by the bench.
     const peakMb = Number(/peaked at (\d+) MB/.exec(read('docs/operations.md'))![1]);
     for (const name of ['agent-auth', 'agent-auth-1', 'agent-auth-2']) {
