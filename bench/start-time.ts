@@ -2,7 +2,8 @@
  * `npm run bench:start`: how long `npm start` takes to be ready, on an unchanged checkout and after a
  * source change, against the baseline of a start that recompiles everything first (what `npm start`
  * did before it built only what changed). Each case is timed from the spawn of `npm start` to the
- * server's "agent-auth ready" line and to the first 200 from /readyz; the median of `--runs` counts.
+ * server's "agent-auth ready" line and to the first 200 from /readyz; the cases run in turns, `--runs`
+ * rounds, and the median counts.
  *
  *   npm run bench:start                         # 3 runs per case, the embedded store
  *   npm run bench:start -- --runs 5 --database-url postgres://postgres@127.0.0.1:5432/postgres
@@ -87,22 +88,25 @@ const cases: { name: string; first?: boolean; touch?: string; before?: string[] 
 execFileSync('npm', ['run', 'build'], { stdio: 'ignore' });
 // Other work on the machine stretches every figure alike; the ratios to the baseline hold better.
 const loadBefore = loadavg()[0];
-const results: Record<string, { ready: number; readyz: number; runs: Timing[] }> = {};
-for (const c of cases) {
-  const runs: Timing[] = [];
-  for (let i = 0; i < RUNS; i++) {
+// In turns: each round runs every case once, so that the machine's other work falls on all of them alike.
+const timings = new Map(cases.map((c) => [c.name, [] as Timing[]]));
+for (let round = 0; round < RUNS; round++) {
+  for (const c of cases) {
     const dir = mkdtempSync(join(tmpdir(), 'agent-auth-start-'));
     try {
       if (!c.first) await timedStart(dir);
       if (c.touch) utimesSync(c.touch, new Date(), new Date());
-      runs.push(await timedStart(dir, c.before));
+      const timing = await timedStart(dir, c.before);
+      timings.get(c.name)!.push(timing);
+      console.log(`round ${round + 1}, ${c.name}: ready ${Math.round(timing.ready)} ms`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   }
-  results[c.name] = { ready: median(runs.map((r) => r.ready)), readyz: median(runs.map((r) => r.readyz)), runs };
-  console.log(`${c.name}: ready ${Math.round(results[c.name].ready)} ms, /readyz ${Math.round(results[c.name].readyz)} ms`);
 }
+const results = Object.fromEntries(
+  [...timings].map(([name, runs]) => [name, { ready: median(runs.map((r) => r.ready)), readyz: median(runs.map((r) => r.readyz)), runs }]),
+);
 
 const baseline = results[cases[3].name].ready;
 const store = args['database-url'] ? 'PostgreSQL' : 'PGlite (on disk)';
