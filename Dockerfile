@@ -1,21 +1,25 @@
 # syntax=docker/dockerfile:1
 
-# Build: compile TypeScript to dist/. Scripts are skipped at install so that `prepare`
+# Node 24 (LTS) in the image; the project itself supports Node 20.11 and later.
+
+# Build: compile TypeScript to dist/ (the server's and the agent SDK's). Scripts are skipped at install so that `prepare`
 # (which builds) runs once, after the sources are in place.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY sdk/typescript/package.json sdk/typescript/
 RUN npm ci --ignore-scripts
 COPY . .
 RUN npm run build
 
 # Production dependencies only; --ignore-scripts keeps `prepare` (which needs TypeScript) from running.
-FROM node:20-bookworm-slim AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY sdk/typescript/package.json sdk/typescript/
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 # On SIGTERM /readyz turns 503 at once and the server keeps serving 5 s more, so that the load
 # balancer stops routing here before the drain (docs/operations.md, "Failure modes").
 ENV NODE_ENV=production DATA_DIR=/data SHUTDOWN_DELAY_SECONDS=5
@@ -24,6 +28,9 @@ WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/package.json /app/package-lock.json ./
 COPY --from=build /app/dist ./dist
+# The agent SDK package (an npm workspace): the server takes the protocol's words from it.
+COPY --from=build /app/sdk/typescript/package.json ./sdk/typescript/
+COPY --from=build /app/sdk/typescript/dist ./sdk/typescript/dist
 COPY --from=build /app/views ./views
 COPY --from=build /app/migrations ./migrations
 RUN mkdir -p /data && chown node:node /data

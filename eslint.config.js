@@ -7,7 +7,7 @@ import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'data/', 'coverage/', 'sdk/python/', '**/*.js'] },
+  { ignores: ['**/dist/', '**/node_modules/', 'data/', 'coverage/', 'sdk/python/', '**/*.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -5,11 +5,12 @@
  * website received, and shuts everything down.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { loadConfig } from '../src/config.js';
 import { startServer } from '../src/server.js';
-import { runAgent } from './agent/agent.js';
+import { CHROMIUM_PATH, runAgent } from './agent/agent.js';
 import { startWebsite } from './website/server.js';
 
 const USER_EMAIL = 'alice@example.com';
@@ -21,6 +22,12 @@ async function freePort(): Promise<number> {
   const { port } = probe.address() as { port: number };
   await new Promise((resolve) => probe.close(resolve));
   return port;
+}
+
+/** Why the demo cannot run here, before anything starts; undefined when it can. */
+function missingBrowser(path = CHROMIUM_PATH): string | undefined {
+  if (existsSync(path)) return undefined;
+  return `npm run demo drives Chromium, and there is none at ${path}: apt-get install -y chromium (Debian), or set CHROMIUM_PATH to a Chromium binary`;
 }
 
 export async function main(log: (line: string) => void = console.log): Promise<string> {
@@ -82,10 +89,15 @@ export async function main(log: (line: string) => void = console.log): Promise<s
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const missing = missingBrowser();
+  if (missing) {
+    console.error(`demo: ${missing}`);
+    process.exit(1);
+  }
   main().then(
     () => process.exit(0),
     (err) => {
-      console.error(`demo failed: ${err instanceof Error ? err.stack : String(err)}`);
+      console.error(`demo failed: ${err instanceof Error ? err.message : String(err)}`);
       process.exit(1);
     },
   );

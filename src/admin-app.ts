@@ -11,16 +11,19 @@ import { type AppOptions, createFastify } from './fastify.js';
 import errorHandler from './plugins/error-handler.js';
 import { metricsEndpoint } from './plugins/metrics.js';
 
-/** The operators' listener (ADMIN_HOST:ADMIN_PORT, private by default); every /admin call needs the token. */
+/**
+ * The operators' listener (ADMIN_HOST:ADMIN_PORT, private by default); every /admin call needs the
+ * admin token, known here by its SHA-256 digest (src/admin/admin-token.ts).
+ */
 export async function buildAdminApp(
   services: Parameters<typeof createFastify>[0],
-  adminToken: string,
+  adminTokenDigest: string,
   options: AppOptions = {},
 ): Promise<FastifyInstance> {
   const app = createFastify(services, options);
   await app.register(errorHandler);
   await app.register(metricsEndpoint);
-  const isAdminToken = adminTokenMatcher(adminToken);
+  const isAdminToken = adminTokenMatcher(adminTokenDigest);
 
   await app.register(
     async (admin) => {
@@ -40,7 +43,7 @@ export async function buildAdminApp(
     { prefix: '/admin' },
   );
   // The web console signs in with the same token and acts through the same functions (src/console).
-  await app.register(consolePlugin, { prefix: '/console', adminToken });
+  await app.register(consolePlugin, { prefix: '/console', adminTokenDigest });
 
   return app;
 }

@@ -14,6 +14,7 @@ import authorizeCompleteRoute from './routes/authorize-complete.js';
 import authorizeDecisionRoute from './routes/authorize-decision.js';
 import checkStatusRoute from './routes/check-status.js';
 import healthRoutes from './routes/health.js';
+import homeRoute from './routes/home.js';
 import introspectRoutes from './routes/introspect.js';
 import metadataRoutes from './routes/metadata.js';
 import revokeRoutes from './routes/revoke.js';
@@ -47,5 +48,6 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(agentAuthenticateRoute);
   await app.register(checkStatusRoute);
   await app.register(assetRoutes);
+  await app.register(homeRoute);
   return app;
 }

@@ -15,6 +15,7 @@ interface GlobalOptions {
   url: string;
   token?: string;
   json?: boolean;
+  env?: boolean;
 }
 
 // ADMIN_TOKEN wins; else the token the server wrote beside its data, as on the same machine.
@@ -67,6 +68,13 @@ const show = (value: unknown) => escapeControls(Array.isArray(value) ? value.joi
 
 /** JSON.stringify escapes C0 controls inside strings; the rest is escaped here, leaving the layout's newlines. */
 const printJson = (data: unknown) => console.log(replaceUnprintable(JSON.stringify(data, null, 2), escapeUnit, '\n'));
+
+/** A record's ids and secrets as `export CLIENT_ID='…'` lines, for `eval "$(agent-auth --env …)"`. */
+function printEnv(row: Row) {
+  for (const [key, value] of Object.entries(row)) {
+    if (/_(id|secret)$/.test(key) && typeof value === 'string') console.log(`export ${key.toUpperCase()}='${value.replaceAll("'", `'\\''`)}'`);
+  }
+}
 
 function printRecord(row: Row) {
   const width = Math.max(...Object.keys(row).map((k) => k.length));
@@ -144,9 +152,10 @@ function resourceCommand(resource: Resource): Command {
   const cmd = new Command(plural).description(`manage registered ${plural}`);
   const path = (id?: string) => (id ? `/${plural}/${encodeURIComponent(id)}` : `/${plural}`);
 
-  // Prints one record; secrets get a reminder on stderr so that --json output stays clean.
+  // Prints one record; secrets get a reminder on stderr so that --json and --env output stay clean.
   const output = (c: Command, data: unknown) => {
     if (globals(c).json) return printJson(data);
+    if (globals(c).env) return printEnv(data as Row);
     printRecord(data as Row);
     if ((data as Row)[resource.secretField]) {
       console.error(`note: ${resource.secretField} is shown only this once; store it now`);
@@ -358,6 +367,7 @@ const program = new Command('agent-auth')
   // No default value: --help would print the token.
   .option('--token <token>', 'admin token (env ADMIN_TOKEN, else $DATA_DIR/admin-token)')
   .option('--json', 'print the raw JSON responses')
+  .option('--env', "print one record's ids and secrets as shell lines (export CLIENT_ID='…'), for eval \"$(agent-auth --env …)\"")
   .addCommand(
     withClientAgents(
       resourceCommand({

@@ -146,7 +146,7 @@ const envSchema = z.object({
     .meta(
       about(
         'Bearer token of the admin API, at least 16 characters.',
-        'Bearer token for the admin API, at least 16 characters. Unset: one is generated on first start and written to `$DATA_DIR/admin-token` (mode 0600), where the `agent-auth` CLI on the same machine finds it.',
+        'Bearer token for the admin API, at least 16 characters. Unset: one token per deployment. The first instance on a database generates it, writes it to `$DATA_DIR/admin-token` (mode 0600), where the `agent-auth` CLI on the same machine finds it, and keeps its SHA-256 digest in the database, so every instance on that database accepts it (see [The admin token](#the-admin-token)).',
         { shownDefault: 'unset (generated)' },
       ),
     ),

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { collectDefaultMetrics } from 'prom-client';
-import { adminTokenPath, resolveAdminToken } from './admin/admin-token.js';
+import { resolveAdminToken } from './admin/admin-token.js';
 import { buildAdminApp } from './admin-app.js';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
@@ -14,7 +14,7 @@ export interface RunningServer {
   /** Addresses actually bound, so PORT=0 / ADMIN_PORT=0 (tests) report the ports picked. */
   url: string;
   adminUrl: string;
-  /** Where the admin token came from: the ADMIN_TOKEN variable, or the file it was read from or written to. */
+  /** Where the admin token is: the ADMIN_TOKEN variable, the file it was read from or written to, or the first instance's. */
   adminTokenSource: string;
   services: Services;
   close(): Promise<void>;
@@ -26,12 +26,15 @@ export interface RunningServer {
  */
 export async function startServer(config: Config): Promise<RunningServer> {
   const logger = pino(loggerOptions(config.logLevel) as pino.LoggerOptions);
-  const adminToken = resolveAdminToken(config.adminToken, config.dataDir);
   const services = await openServices(config);
+  const adminToken = await resolveAdminToken(config.adminToken, config.dataDir, services.store).catch(async (err) => {
+    await services.db.close();
+    throw err;
+  });
   // Memory, CPU, event-loop lag and GC beside ours; here and not in openServices, as they watch the whole process.
   collectDefaultMetrics({ register: services.metrics.registry });
   const app = await buildApp(services, { loggerInstance: logger });
-  const admin = await buildAdminApp(services, adminToken, {
+  const admin = await buildAdminApp(services, adminToken.digest, {
     loggerInstance: logger.child({ listener: 'admin' }),
   });
   try {
@@ -41,7 +44,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     return {
       url,
       adminUrl,
-      adminTokenSource: config.adminToken ? 'from the ADMIN_TOKEN variable' : `in ${adminTokenPath(config.dataDir)} (the CLI reads it from there)`,
+      adminTokenSource: adminToken.source,
       services,
       async close() {
         // Pre-stop: not ready any more, still serving, until the load balancer has noticed. Answers

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -118,6 +119,18 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
 
     const got = await cliJson(['agents', 'get', fields.agent_id]);
     expect(got).toEqual({ agent_id: fields.agent_id, email: 'owner@example.com', name: 'Claude', active: true, created_at: fields.created_at });
+  });
+
+  it("prints a record's ids and secrets as shell lines with --env, which eval takes as they are", async () => {
+    const res = await cli(['--env', 'agents', 'create', '--email', 'env@example.com', '--name', "Env's agent"]);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/^export AGENT_ID='agent_[\w-]+'\nexport AGENT_SECRET='[\w-]+'\n$/);
+    const { stdout } = await finished(
+      spawn('bash', ['-c', `eval "$1"; echo "$AGENT_ID $AGENT_SECRET"`, 'bash', res.stdout], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
+    const [agentId, secret] = stdout.trim().split(' ');
+    const { rows } = await server.services.db.query<{ secret_hash: string }>('SELECT secret_hash FROM agents WHERE id = $1', [agentId]);
+    expect(rows[0].secret_hash).toBe(hash(secret));
   });
 
   it('prints the server refusal and exits 1, writing nothing', async () => {

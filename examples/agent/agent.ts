@@ -1,6 +1,6 @@
 /**
  * An AI agent's side of "Sign in with agent": it drives a real Chromium (playwright-core, the
- * system's browser, never a downloaded one), clicks the website's button, and lets the SDK read the
+ * system's browser, never a downloaded one), clicks the website's link, and lets the SDK read the
  * request id off agent-auth's page, authenticate on the back channel and wait for the sign-in.
  */
 import { AgentAuthClient } from 'agent-auth/agent';
@@ -46,7 +46,7 @@ export async function runAgent(options: AgentOptions): Promise<string> {
     const page = await browser.newPage();
     page.setDefaultTimeout(timeoutMs);
     await page.goto(websiteUrl);
-    await page.getByRole('button', { name: 'Sign in with agent' }).click();
+    await page.getByRole('link', { name: 'Sign in with agent' }).click();
 
     // The browser is now on agent-auth's authorization page; the SDK takes it from here.
     await sdk.signIn(page, { timeoutMs, pageTimeoutMs: timeoutMs });

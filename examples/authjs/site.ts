@@ -5,7 +5,7 @@
  * and the user comes from the ID token; otherwise it is `type: "oauth"` and the user comes from
  * /userinfo. Either way everything else is read from discovery (docs/interop.md).
  *
- *   ISSUER=http://localhost:3000 CLIENT_ID=… CLIENT_SECRET=… AUTH_SECRET=… OIDC=true PORT=4000 npx tsx examples/authjs/site.ts
+ *   ISSUER=http://localhost:3000 CLIENT_ID=… CLIENT_SECRET=… AUTH_SECRET=… OIDC=true PORT=4000 npm run example:authjs
  *
  * Register http://localhost:4000/auth/callback/agent-auth as the client's redirect URI.
  */
@@ -69,13 +69,14 @@ export async function startAuthjsSite(options: AuthjsSiteOptions): Promise<Runni
   const server = createServer(async (req, res) => {
     try {
       const path = req.url ?? '/';
+      const pathname = new URL(path, url).pathname;
       const cookie = req.headers.cookie ?? '';
-      if (path.startsWith('/auth/')) {
+      if (pathname.startsWith('/auth/')) {
         const body = req.method === 'GET' || req.method === 'HEAD' ? undefined : await readBody(req);
         const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
         return await send(res, await auth(path, { method: req.method, headers, body }));
       }
-      if (path !== '/') return void res.writeHead(404).end();
+      if (pathname !== '/') return void res.writeHead(404).end();
       const session = await (await auth('/auth/session', { headers: { cookie } })).json();
       // Auth.js signs in on a POST carrying its CSRF token (double-submit: the token's cookie goes along).
       const csrf = await auth('/auth/csrf', { headers: { cookie } });

@@ -6,7 +6,7 @@
  * the account's id is `sub` (docs/interop.md). Users and sessions live in Better Auth's memory
  * adapter here; a real site gives it its database.
  *
- *   ISSUER=http://localhost:3000 CLIENT_ID=… CLIENT_SECRET=… BETTER_AUTH_SECRET=… OIDC=true PORT=4001 npx tsx examples/better-auth/site.ts
+ *   ISSUER=http://localhost:3000 CLIENT_ID=… CLIENT_SECRET=… BETTER_AUTH_SECRET=… OIDC=true PORT=4001 npm run example:better-auth
  *
  * Register http://localhost:4001/api/auth/callback/agent-auth as the client's redirect URI.
  */
@@ -64,17 +64,19 @@ export async function startBetterAuthSite(options: SiteOptions): Promise<Running
     try {
       if (req.url?.startsWith('/api/auth/')) return await authHandler(req, res);
       const headers = new Headers({ cookie: req.headers.cookie ?? '' });
-      if (req.url === '/login') {
+      // By path: a query string (even an empty one, `/login?`) does not change the route.
+      const path = new URL(req.url ?? '/', url).pathname;
+      if (path === '/login') {
         // The sign-in starts on the server: Better Auth answers with the authorization URL and its state cookie.
         const started = await auth.api.signInSocial({ body: { provider: PROVIDER_ID, callbackURL: `${url}/` }, headers, asResponse: true });
         const { url: authorizationUrl } = await started.json();
         res.writeHead(302, { location: authorizationUrl, 'set-cookie': started.headers.getSetCookie() });
         return void res.end();
       }
-      if (req.url !== '/') return void res.writeHead(404).end();
+      if (path !== '/') return void res.writeHead(404).end();
       const session = await auth.api.getSession({ headers });
       res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(homePage('Better Auth example', session?.user.email, '<form action="/login"><button id="sign-in">Sign in with agent</button></form>'));
+      res.end(homePage('Better Auth example', session?.user.email, '<a id="sign-in" href="/login">Sign in with agent</a>'));
     } catch (err) {
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`error: ${(err as Error).message}`);
     }

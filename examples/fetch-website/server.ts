@@ -3,7 +3,7 @@
  * own HTTP client. Authorization code flow with PKCE (RFC 7636), a `state` bound to the browser's
  * session, the `iss` check of RFC 9207, the code redeemed with client_secret_post, then /userinfo.
  *
- * Run it:  ISSUER=https://auth.example CLIENT_ID=… CLIENT_SECRET=… PORT=8080 npx tsx examples/fetch-website/server.ts
+ * Run it:  ISSUER=https://auth.example CLIENT_ID=… CLIENT_SECRET=… PORT=8080 npm run example:fetch-website
  * (register http://localhost:8080/callback as the client's redirect URI).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';

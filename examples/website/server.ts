@@ -2,11 +2,16 @@
  * A relying website that offers "Sign in with agent": an ordinary OAuth 2.0 client (openid-client)
  * of agent-auth using the authorization code flow with PKCE, state and client_secret_post. After
  * the sign-in it calls /userinfo and shows the email it received.
+ *
+ *   CLIENT_ID=… CLIENT_SECRET=… npm run example:website       (ISSUER, default http://localhost:3000; PORT, default 8080)
+ *
+ * Register http://localhost:8080/callback as the client's redirect URI (the README's quick start does).
  */
 import { randomBytes } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import Fastify from 'fastify';
 import * as oauth from 'openid-client';
+import { escapeHtml, isMain } from '../shared/site.js';
 
 export interface WebsiteOptions {
   /** agent-auth's issuer URL; its metadata is read from /.well-known/oauth-authorization-server. */
@@ -32,26 +37,28 @@ type Session =
 
 const SESSION_COOKIE = 'shop_session';
 
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
-
-function page(body: string) {
+function page(issuer: string, body: string) {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Example shop</title>
-<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}
-button{font:inherit;padding:.6rem 1.4rem;border-radius:.4rem;border:0;background:#1f6feb;color:#fff;cursor:pointer}</style>
+<link rel="stylesheet" href="${escapeHtml(issuer)}/assets/sign-in-with-agent.css">
+<style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}</style>
 </head><body><h1>Example shop</h1>
 ${body}
 </body></html>`;
 }
 
-function home(session: Session | undefined) {
+function home(issuer: string, session: Session | undefined) {
   if (session?.step === 'signed-in') {
     const who = session.email ?? `agent ${session.sub}`;
-    return page(`<p id="signed-in">Signed in as <strong id="email">${escapeHtml(who)}</strong></p>
-<p>Agent id: <code id="sub">${escapeHtml(session.sub)}</code></p>`);
+    return page(
+      issuer,
+      `<p id="signed-in">Signed in as <strong id="email">${escapeHtml(who)}</strong></p>
+<p>Agent id: <code id="sub">${escapeHtml(session.sub)}</code></p>`,
+    );
   }
   const failure = session?.step === 'failed' ? `<p id="error" role="alert">Sign-in failed: ${escapeHtml(session.error)}</p>` : '';
-  return page(`${failure}<form action="/login" method="get"><button id="sign-in" type="submit">Sign in with agent</button></form>`);
+  // The markup docs/websites.md recommends: a link to the route that starts the sign-in.
+  return page(issuer, `${failure}<a id="sign-in" class="sign-in-with-agent" href="/login">Sign in with agent</a>`);
 }
 
 export async function startWebsite(options: WebsiteOptions): Promise<RunningWebsite> {
@@ -72,7 +79,7 @@ export async function startWebsite(options: WebsiteOptions): Promise<RunningWebs
     return id ? sessions.get(id) : undefined;
   }
 
-  app.get('/', async (request, reply) => reply.type('text/html').send(home(sessionOf(request.cookies))));
+  app.get('/', async (request, reply) => reply.type('text/html').send(home(issuer, sessionOf(request.cookies))));
 
   app.get('/login', async (_request, reply) => {
     const codeVerifier = oauth.randomPKCECodeVerifier();
@@ -93,7 +100,7 @@ export async function startWebsite(options: WebsiteOptions): Promise<RunningWebs
   app.get('/callback', async (request, reply) => {
     const id = request.cookies[SESSION_COOKIE];
     const session = id ? sessions.get(id) : undefined;
-    if (!id || session?.step !== 'signing-in') return reply.code(400).type('text/html').send(home(undefined));
+    if (!id || session?.step !== 'signing-in') return reply.code(400).type('text/html').send(home(issuer, undefined));
     try {
       // Checks state and iss, then redeems the code with the PKCE verifier and the client secret.
       const tokens = await oauth.authorizationCodeGrant(config, new URL(request.url, redirectUri), {
@@ -110,7 +117,19 @@ export async function startWebsite(options: WebsiteOptions): Promise<RunningWebs
     return reply.redirect('/', 303);
   });
 
-  const url = await app.listen({ port, host });
+  await app.listen({ port, host });
+  // The host as given (`localhost` stays `localhost`, as the registered redirect URI has it).
+  const url = `http://${host}:${(app.server.address() as { port: number }).port}`;
   redirectUri = `${url}/callback`;
   return { url, redirectUri, close: () => app.close() };
+}
+
+if (isMain(import.meta.url)) {
+  const { ISSUER = 'http://localhost:3000', CLIENT_ID, CLIENT_SECRET, PORT = '8080' } = process.env;
+  if (!CLIENT_ID || !CLIENT_SECRET) {
+    console.error("set CLIENT_ID and CLIENT_SECRET (the README's quick start registers the website with agent-auth first)");
+    process.exit(1);
+  }
+  const site = await startWebsite({ issuer: ISSUER, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, port: Number(PORT), host: 'localhost' });
+  console.log(`Example shop on ${site.url} (redirect URI ${site.redirectUri}), signing in with agent-auth at ${ISSUER}`);
 }

@@ -1,31 +1,5 @@
 /**
- * agent-auth's agent SDK (`agent-auth/agent`): what an AI agent needs to sign in to a website
- * through agent-auth. Uses only `fetch`; works with any browser library whose page fits `PageLike`.
+ * `agent-auth/agent`, kept for agents that import the SDK from the server package: the SDK itself
+ * is its own package, `@agent-auth/agent` (sdk/typescript), which this re-exports whole.
  */
-export {
-  AgentAuthClient,
-  type AgentAuthClientOptions,
-  type Authenticated,
-  type AuthenticateOptions,
-  type CallOptions,
-  parseRetryAfter,
-  pollDelay,
-  type PollOptions,
-  type RequestStatus,
-  type SignInOptions,
-  type WaitOptions,
-} from './client.js';
-export {
-  AccessDeniedError,
-  AgentAuthError,
-  InvalidCredentialsError,
-  InvalidRequestError,
-  PossibleHijackError,
-  RateLimitedError,
-  RequestAlreadyAuthenticatedError,
-  RequestExpiredError,
-  RequestNotFoundError,
-  TimeoutError,
-  WrongWebsiteError,
-} from './errors.js';
-export { findRequestId, type PageLike, readRequestId, type ReadRequestIdOptions } from './page.js';
+export * from '@agent-auth/agent';

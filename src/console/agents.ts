@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
-import { listFilter, listings } from './home.js';
-import { FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
-import { form, grantCount, idParam, resourceActions } from './resource.js';
+import { listPage } from './home.js';
+import { firstProblem, FormProblem, redirectWith, renderConsole } from './render.js';
+import { form, grantCount, idParam, resourceActions, withWebsiteHosts } from './resource.js';
 
 // Where a per-grant revoke returns to: a console page, never anywhere else.
 const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;
@@ -13,14 +13,16 @@ export default async function agentPages(app: FastifyInstance) {
   const { agents, grantAdmin } = app.services.store;
   const page = { config: { html: true } };
 
-  app.get('/agents', page, async (request, reply) =>
-    renderConsole(request, reply, 'agents', { title: 'Agents', ...(await listings(app, listFilter.parse(request.query ?? {}), ['agents'])) }),
-  );
+  const list = listPage(app, 'agents', 'Agents', 'agents');
+
+  app.get('/agents', page, (request, reply) => list(request, reply));
 
   app.post('/agents', page, async (request, reply) => {
     const body = form(request);
-    const input = parseForm(agentCreate, { email: body.email, name: body.name?.trim() || undefined }, '/console/agents');
-    const created = await agents.create(input);
+    const parsed = agentCreate.safeParse({ email: body.email, name: body.name?.trim() || undefined });
+    // Refused: the same page again, with the form as it was typed.
+    if (!parsed.success) return list(request, reply.code(400), { problem: firstProblem(parsed.error), values: body });
+    const created = await agents.create(parsed.data);
     return redirectWith(request, reply, `/console/agents/${created.agent_id}`, {
       notice: `Agent registered for ${created.email}.`,
       secret: { label: 'Agent secret', value: created.agent_secret },
@@ -34,7 +36,7 @@ export default async function agentPages(app: FastifyInstance) {
       title: agent.name ?? agent.agent_id,
       nav: 'agents',
       agent,
-      grants: (await grantAdmin.ofAgent(id)) ?? [],
+      grants: await withWebsiteHosts(app.services.store, (await grantAdmin.ofAgent(id)) ?? []),
     });
   });
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { auditPage, auditQuery } from '../admin/audit-log.js';
 import { AUDIT_EVENTS } from '../store/audit-log.js';
 import { firstProblem, renderConsole } from './render.js';
+import { websiteDirectory } from './resource.js';
 
 // The filter fields of the form: those of GET /admin/audit and `agent-auth audit`, but the page's cursor.
 const FILTERS = Object.keys(auditQuery.shape).filter((name) => name !== 'cursor');
@@ -25,7 +26,12 @@ export default async function auditPages(app: FastifyInstance) {
         message: firstProblem(parsed.error),
       });
     }
-    const { events: rows, next_cursor: nextCursor } = await auditPage(app.services.store, parsed.data);
+    const [{ events, next_cursor: nextCursor }, websites] = await Promise.all([
+      auditPage(app.services.store, parsed.data),
+      websiteDirectory(app.services.store),
+    ]);
+    // Websites by name and host; a deleted one is left with its id.
+    const rows = events.map((e) => ({ ...e, website: e.client_id ? websites.get(e.client_id) : undefined }));
     const next = nextCursor ? `/console/audit?${new URLSearchParams({ ...given, cursor: nextCursor })}` : undefined;
     return renderConsole(request, reply, 'audit', { title: 'Audit log', events: AUDIT_EVENTS, filters, rows, next, paged: Boolean(given.cursor) });
   });

@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { renderConsole } from './render.js';
+import type { Registration } from './resource.js';
 
 export const listFilter = z.object({
   q: z.string().trim().max(200).catch(''),
@@ -37,6 +38,12 @@ export async function listings(app: FastifyInstance, filter: ListFilter, kinds: 
     agents: filterRows(allAgents, filter, (a) => [a.name, a.agent_id, a.email]).map((a) => ({ ...a, lastSignIn: last.agents.get(a.agent_id) })),
     totals: { clients: allClients.length, agents: allAgents.length },
   };
+}
+
+/** The Websites or the Agents page: the list, and the registration form (as refused, when it was). */
+export function listPage(app: FastifyInstance, view: 'websites' | 'agents', title: string, kind: 'clients' | 'agents') {
+  return async (request: FastifyRequest, reply: FastifyReply, registration?: Registration) =>
+    renderConsole(request, reply, view, { title, ...(await listings(app, listFilter.parse(request.query ?? {}), [kind])), registration });
 }
 
 /** Home: every website and agent at a glance, searchable. */

@@ -34,8 +34,8 @@ declare module 'fastify' {
  * takes the admin token; every page is server-rendered and every action goes through the same
  * functions and store calls as the admin API.
  */
-export default async function consolePlugin(app: FastifyInstance, options: { adminToken: string }) {
-  app.decorate('consoleKeys', consoleKeys(options.adminToken));
+export default async function consolePlugin(app: FastifyInstance, options: { adminTokenDigest: string }) {
+  app.decorate('consoleKeys', consoleKeys(options.adminTokenDigest));
   app.decorateRequest('consoleSession', '');
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody);

@@ -8,6 +8,27 @@ import { idPattern, parseForm, redirectWith } from './render.js';
 type Form = Record<string, string | undefined>;
 export const form = (request: FastifyRequest) => (request.body ?? {}) as Form;
 
+/**
+ * Each website's name and the host its first redirect URI points to, by client id: two websites of
+ * one name are told apart by where they take the code, as the sign-in page shows it.
+ */
+export async function websiteDirectory(store: Store): Promise<Map<string, { name: string; host: string }>> {
+  const clients = await store.clients.list();
+  return new Map(clients.map((c) => [c.client_id, { name: c.name, host: new URL(c.redirect_uris[0]).host }]));
+}
+
+/** Grants with the host of their website (see websiteDirectory). */
+export async function withWebsiteHosts<T extends { client_id: string }>(store: Store, grants: T[]): Promise<(T & { website_host?: string })[]> {
+  const websites = await websiteDirectory(store);
+  return grants.map((g) => ({ ...g, website_host: websites.get(g.client_id)?.host }));
+}
+
+/** A registration form the store refused: why, and the fields as they were typed, to show again. */
+export interface Registration {
+  problem: string;
+  values: Form;
+}
+
 type Noun = 'client' | 'agent';
 
 /** The id in the path; anything that is not an id of ours is a 404 like an unknown one (and safe in a redirect). */

@@ -16,13 +16,14 @@ export interface Flash {
 }
 
 /**
- * The console's keys, derived from the admin token: a session is its cookie, so sessions work on
- * every instance and survive restarts, and changing ADMIN_TOKEN ends every session at once (the
- * store remembers only sessions signed out of, src/console/index.ts). Neither the session cookie nor
- * the form tokens reveal the admin token (HMAC-SHA256 is one-way).
+ * The console's keys, derived from the admin token's digest (what every instance knows of a
+ * generated token): a session is its cookie, so sessions work on every instance and survive
+ * restarts, and changing ADMIN_TOKEN ends every session at once (the store remembers only sessions
+ * signed out of, src/console/index.ts). Neither the session cookie nor the form tokens reveal the
+ * admin token (HMAC-SHA256 is one-way).
  */
-export function consoleKeys(adminToken: string) {
-  const derive = (purpose: string) => createHmac('sha256', adminToken).update(`agent-auth console ${purpose}`).digest();
+export function consoleKeys(adminTokenDigest: string) {
+  const derive = (purpose: string) => createHmac('sha256', adminTokenDigest).update(`agent-auth console ${purpose}`).digest();
   const sessionKey = derive('session');
   const formKey = derive('form');
   const flashKey = derive('flash');
@@ -37,7 +38,7 @@ export function consoleKeys(adminToken: string) {
   });
 
   return {
-    isAdminToken: adminTokenMatcher(adminToken),
+    isAdminToken: adminTokenMatcher(adminTokenDigest),
 
     /** A session: its expiry and a random part (two sessions never share a value), MACed. */
     startSession(request: FastifyRequest, reply: FastifyReply) {

@@ -3,24 +3,34 @@ import { z } from 'zod';
 import { revokeGrants, userSignIns } from '../admin/grants.js';
 import { NotFound } from '../errors.js';
 import { parseForm, redirectWith, renderConsole } from './render.js';
-import { grantCount } from './resource.js';
+import { grantCount, withWebsiteHosts } from './resource.js';
 
 const emailForm = z.object({ email: z.email().max(320) });
 const userPage = (email: string) => `/console/users?email=${encodeURIComponent(email)}`;
 
-/** Users, by email: their agents and every sign-in of those agents; revoke them all. */
+/** Users: all of them, then one by email with their agents and every sign-in of those agents; revoke them all. */
 export default async function userPages(app: FastifyInstance) {
   const page = { config: { html: true } };
 
   app.get('/users', page, async (request, reply) => {
     const email = String((request.query as Record<string, unknown>).email ?? '').trim();
-    const data = { title: 'Users', email, user: undefined as Awaited<ReturnType<typeof userSignIns>> | undefined, message: '' };
+    const data = {
+      title: 'Users',
+      email,
+      user: undefined as Awaited<ReturnType<typeof userSignIns>> | undefined,
+      users: email ? [] : await app.services.store.agents.users(),
+      message: '',
+    };
     if (email) {
       if (!emailForm.safeParse({ email }).success) data.message = 'That is not an email address.';
       else {
         try {
           const [user, last] = await Promise.all([userSignIns(app.services.store, email), app.services.store.grantAdmin.lastSignIns()]);
-          data.user = { ...user, agents: user.agents.map((a) => ({ ...a, lastSignIn: last.agents.get(a.agent_id) })) };
+          data.user = {
+            ...user,
+            agents: user.agents.map((a) => ({ ...a, lastSignIn: last.agents.get(a.agent_id) })),
+            grants: await withWebsiteHosts(app.services.store, user.grants),
+          };
         } catch (err) {
           if (!(err instanceof NotFound)) throw err;
           data.message = `No user has the email ${email}.`;

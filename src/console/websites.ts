@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { clientCreate, clientPatch } from '../admin/clients.js';
 import { found } from '../admin/grants.js';
-import { listFilter, listings } from './home.js';
-import { parseForm, redirectWith, renderConsole } from './render.js';
+import { listPage } from './home.js';
+import { firstProblem, parseForm, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions } from './resource.js';
 
 const lines = (value: string | undefined) =>
@@ -16,14 +16,16 @@ export default async function websitePages(app: FastifyInstance) {
   const { clients, grantAdmin } = app.services.store;
   const page = { config: { html: true } };
 
-  app.get('/websites', page, async (request, reply) =>
-    renderConsole(request, reply, 'websites', { title: 'Websites', ...(await listings(app, listFilter.parse(request.query ?? {}), ['clients'])) }),
-  );
+  const list = listPage(app, 'websites', 'Websites', 'clients');
+
+  app.get('/websites', page, (request, reply) => list(request, reply));
 
   app.post('/websites', page, async (request, reply) => {
     const body = form(request);
-    const input = parseForm(clientCreate, { name: body.name, redirect_uris: lines(body.redirect_uris) }, '/console/websites');
-    const created = await clients.create(input);
+    const parsed = clientCreate.safeParse({ name: body.name, redirect_uris: lines(body.redirect_uris) });
+    // Refused: the same page again, with the form as it was typed, so that nothing is typed twice.
+    if (!parsed.success) return list(request, reply.code(400), { problem: firstProblem(parsed.error), values: body });
+    const created = await clients.create(parsed.data);
     return redirectWith(request, reply, `/console/websites/${created.client_id}`, {
       notice: `Website “${created.name}” registered.`,
       secret: { label: 'Client secret', value: created.client_secret },

@@ -1,27 +1,5 @@
 /**
- * The words of the sign-in protocol (docs/protocol.md), shared by the server and the agent SDK:
- * the states check-status reports, the error codes an agent meets, the longest long poll. It
- * imports nothing, so the SDK carries it without any of the server.
+ * The words of the sign-in protocol (statuses, error codes, the longest long poll) have one
+ * source: the agent SDK package, which ships them to agents without any of the server.
  */
-
-/** A sign-in's status, as check-status reports it. */
-export const SIGN_IN_STATUSES = ['pending', 'authenticated', 'completed', 'error'] as const;
-export type SignInStatus = (typeof SIGN_IN_STATUSES)[number];
-
-/** The `error` codes of the agent's endpoints and the sign-in pages. */
-export const SIGN_IN_ERRORS = {
-  invalidRequest: 'invalid_request',
-  invalidCredentials: 'invalid_credentials',
-  notFound: 'not_found',
-  requestExpired: 'request_expired',
-  requestAlreadyAuthenticated: 'request_already_authenticated',
-  accessDenied: 'access_denied',
-  redirectOriginMismatch: 'redirect_origin_mismatch',
-  rateLimited: 'rate_limited',
-  temporarilyUnavailable: 'temporarily_unavailable',
-  serverError: 'server_error',
-} as const;
-export type SignInError = (typeof SIGN_IN_ERRORS)[keyof typeof SIGN_IN_ERRORS];
-
-/** check-status holds a long poll (`wait`) at most this many seconds. */
-export const MAX_WAIT_SECONDS = 25;
+export { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, SIGN_IN_STATUSES, type SignInError, type SignInStatus } from '@agent-auth/agent/protocol';

@@ -62,6 +62,15 @@ export function createAgentStore(db: Db) {
       return rows;
     },
 
+    /** Every user (the email agents act for) with how many agents act for them, by email. */
+    async users(): Promise<{ email: string; agents: number; created_at: Date }[]> {
+      const { rows } = await db.query<{ email: string; agents: number; created_at: Date }>(
+        `SELECT u.email, count(a.id)::int AS agents, u.created_at FROM users u LEFT JOIN agents a ON a.user_id = u.id
+         GROUP BY u.id ORDER BY lower(u.email)`,
+      );
+      return rows;
+    },
+
     async listOfUser(userId: string): Promise<Agent[]> {
       const { rows } = await db.query<Agent>(`${SELECT} WHERE a.user_id = $1 ORDER BY a.created_at, a.id`, [userId]);
       return rows;

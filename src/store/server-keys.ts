@@ -7,18 +7,24 @@ export interface StoredSigningKey<Alg extends string = string, Jwk = Record<stri
   private_jwk: Jwk;
 }
 
-/** The server's own keys: the generated HS256 secret and the ID token signing key pairs. */
+/** The server's own keys: the generated HS256 secret, the generated admin token's digest and the ID token signing key pairs. */
 export function createServerKeyStore(db: Queryable) {
+  /**
+   * The value kept under `kid`, `candidate` if none was kept yet. ON CONFLICT makes two instances
+   * starting together settle on the same value.
+   */
+  async function keep(kid: string, purpose: string, candidate: string): Promise<string> {
+    await db.query(`INSERT INTO server_keys (kid, purpose, secret) VALUES ($1, $2, $3) ON CONFLICT (kid) DO NOTHING`, [kid, purpose, candidate]);
+    const { rows } = await db.query<{ secret: string }>(`SELECT secret FROM server_keys WHERE kid = $1`, [kid]);
+    return rows[0].secret;
+  }
+
   return {
-    /**
-     * The HS256 secret kept in the store, `candidate` if none was kept yet. ON CONFLICT makes two
-     * instances starting together settle on the same secret.
-     */
-    async jwtSecret(candidate: string): Promise<string> {
-      await db.query(`INSERT INTO server_keys (kid, purpose, secret) VALUES ('jwt-default', 'jwt', $1) ON CONFLICT (kid) DO NOTHING`, [candidate]);
-      const { rows } = await db.query<{ secret: string }>(`SELECT secret FROM server_keys WHERE kid = 'jwt-default'`);
-      return rows[0].secret;
-    },
+    /** The HS256 secret kept in the store, `candidate` if none was kept yet. */
+    jwtSecret: (candidate: string) => keep('jwt-default', 'jwt', candidate),
+
+    /** The SHA-256 digest of the deployment's generated admin token (never the token), `candidate` if none was kept yet. */
+    adminTokenDigest: (candidate: string) => keep('admin-token', 'admin-token-sha256', candidate),
 
     /** Public halves of the keys still published (current, and retired ones whose tokens may live), newest first. */
     async publishedSigningKeys<Jwk>(): Promise<Jwk[]> {

@@ -141,6 +141,35 @@ describeInChromium('the console in a real browser')(`the console in a real brows
     await accessible();
   });
 
+  it('shows the whole audit log at 1280 px, websites by name: no column cut off, nothing to scroll sideways', async () => {
+    // The longest values a row can hold side by side: a long website name, email and model.
+    const long = (
+      await server.adminCall('POST', '/admin/clients', {
+        name: 'The Very Long Named Example Web Shop',
+        redirect_uris: ['https://a-rather-long-shop-name.example/cb'],
+      })
+    ).json;
+    const longAgent = await server.createAgent('someone.with.a.long.address@subdomain.example.com');
+    const { code, verifier } = await signInToCode(server, { client: long, agent: longAgent, model: 'a-model-with-a-long-name-2026-11-25' });
+    expect((await exchangeCode(server, long, code, verifier)).statusCode).toBe(200);
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(`${consoleUrl}/audit`);
+    const wrap = page.locator('.table-wrap');
+    const { scrollWidth, clientWidth } = await wrap.evaluate((el) => ({ scrollWidth: el.scrollWidth, clientWidth: el.clientWidth }));
+    expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
+    const website = page.locator('#audit-table tbody tr td[data-label="Website"]').first();
+    await expect(website.textContent()).resolves.toBe('The Very Long Named Example Web Shopa-rather-long-shop-name.example');
+    // The cell lies wholly inside the visible table.
+    const [cell, visible] = await Promise.all([website.boundingBox(), wrap.boundingBox()]);
+    expect(cell!.x + cell!.width).toBeLessThanOrEqual(visible!.x + visible!.width + 0.5);
+    await accessible();
+    // The Users page lists the users, and passes axe too.
+    await page.goto(`${consoleUrl}/users`);
+    await expect(page.locator('#users-table tbody tr').count()).resolves.toBe(2);
+    await accessible();
+    await page.setViewportSize({ width: 1200, height: 900 });
+  });
+
   it('signs out; the console then asks to sign in again', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByLabel('Admin token').waitFor();

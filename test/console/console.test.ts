@@ -112,19 +112,20 @@ describe(`the operators' console (${storeName})`, () => {
   });
 
   it('refuses a forged, expired or foreign session cookie', async () => {
+    // Keyed with the admin token's digest, as every instance knows it (src/console/session.ts).
     const forge = (key: string, expires: number) => {
       const body = `${expires}.AAAAAAAAAAAAAAAAAAAAAA`;
       const derived = createHmac('sha256', key).update('agent-auth console session').digest();
       return `${body}.${createHmac('sha256', derived).update(body).digest('base64url')}`;
     };
     const now = Math.floor(Date.now() / 1000);
-    for (const value of [forge('another-admin-token-0123456789', now + 3600), forge(ADMIN_TOKEN, now - 1), 'garbage', ADMIN_TOKEN]) {
+    for (const value of [forge(sha256('another-admin-token-0123456789'), now + 3600), forge(sha256(ADMIN_TOKEN), now - 1), 'garbage', ADMIN_TOKEN]) {
       const res = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${value}` } });
       expect(res.statusCode, value).toBe(303);
       expect(res.headers.location).toBe('/console/sign-in');
     }
     // The forger's format is right: with the real token, it is a session.
-    const genuine = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${forge(ADMIN_TOKEN, now + 60)}` } });
+    const genuine = await server.admin.inject({ url: '/console', headers: { cookie: `agent_auth_console=${forge(sha256(ADMIN_TOKEN), now + 60)}` } });
     expect(genuine.statusCode).toBe(200);
   });
 
@@ -170,15 +171,74 @@ describe(`the operators' console (${storeName})`, () => {
     expect((await op.get(res.headers.location as string)).body).not.toContain(secret);
   });
 
-  it('sends a form the schema refuses back with the reason, creating nothing', async () => {
+  it('sends a registration the schema refuses back with the reason and the fields as typed, creating nothing', async () => {
     const op = await operator(server);
     const before = (await server.adminCall('GET', '/admin/clients')).json.clients.length;
-    const res = await op.post('/console/websites', { name: 'Plain', redirect_uris: 'http://plain.example/cb' });
-    expect(res.statusCode).toBe(303);
-    expect(res.headers.location).toBe('/console/websites');
-    const page = await op.get('/console/websites', cookieHeader(res));
-    expect(page.body).toMatch(/class="problem" role="alert">redirect uris #1: [^<]*https/);
+    const res = await op.post('/console/websites', { name: 'Plain <shop>', redirect_uris: 'http://plain.example/cb\nhttps://ok.example/cb' });
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toMatch(/class="problem" role="alert">redirect uris #1: [^<]*https/);
+    // Nothing to type again: the name and both lines are in the form, escaped.
+    expect(res.body).toContain('<input id="name" name="name" required maxlength="200" value="Plain &lt;shop&gt;">');
+    expect(res.body).toContain('>http://plain.example/cb\nhttps://ok.example/cb</textarea>');
     expect((await server.adminCall('GET', '/admin/clients')).json.clients.length).toBe(before);
+
+    const agents = (await server.adminCall('GET', '/admin/agents')).json.agents.length;
+    const refused = await op.post('/console/agents', { email: 'not an email', name: 'Kept name' });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.body).toMatch(/class="problem" role="alert">email: /);
+    expect(refused.body).toContain('value="not an email"');
+    expect(refused.body).toContain('value="Kept name"');
+    expect((await server.adminCall('GET', '/admin/agents')).json.agents.length).toBe(agents);
+    // The pages without a refusal start empty.
+    expect((await op.get('/console/websites')).body).toContain(
+      '<textarea id="redirect_uris" name="redirect_uris" required aria-describedby="redirect-hint"></textarea>',
+    );
+  });
+
+  it('lists every user on the Users page, each leading to their agents and sign-ins', async () => {
+    const op = await operator(server);
+    const agent = await server.createAgent('listed-user@example.com');
+    await server.createAgent('Listed-User@example.com');
+    const page = await op.get('/console/users');
+    expect(page.statusCode).toBe(200);
+    const row = new RegExp(
+      '<a href="/console/users\\?email=listed-user%40example.com">listed-user@example.com</a></td>\\s*<td data-label="Agents">2</td>',
+    );
+    expect(page.body).toMatch(row);
+    const emails = [...page.body.matchAll(/<td data-label="Email"><a [^>]+>([^<]+)</g)].map((m) => m[1]);
+    expect(emails).toEqual([...emails].sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase())));
+    const user = await op.get('/console/users?email=listed-user%40example.com');
+    expect(user.body).toContain(agent.agent_id);
+    expect(user.body).not.toContain('id="users-table"');
+  });
+
+  it('tells two websites of one name apart by the host they send the code to, and names websites in the audit log', async () => {
+    const op = await operator(server);
+    const twins = [];
+    for (const host of ['twin-a.example', 'twin-b.example']) {
+      twins.push((await server.adminCall('POST', '/admin/clients', { name: 'Twin shop', redirect_uris: [`https://${host}/cb`] })).json);
+    }
+    const agent = await server.createAgent();
+    for (const client of twins) {
+      const { code, verifier } = await signInToCode(server, { client, agent });
+      expect((await exchangeCode(server, client, code, verifier)).statusCode).toBe(200);
+    }
+    const list = await op.get('/console/websites?q=Twin');
+    for (const [i, host] of ['twin-a.example', 'twin-b.example'].entries()) {
+      expect(list.body).toContain(`<a href="/console/websites/${twins[i].client_id}">Twin shop</a><br><span class="muted">at ${host}</span>`);
+    }
+    const grants = (await op.get(`/console/agents/${agent.agent_id}`)).body;
+    for (const [i, host] of ['twin-a.example', 'twin-b.example'].entries()) {
+      expect(grants).toContain(`<a href="/console/websites/${twins[i].client_id}">Twin shop</a><br><span class="muted">${host}</span>`);
+    }
+    const audit = (await op.get(`/console/audit?agent_id=${agent.agent_id}&event=token_issued`)).body;
+    expect(
+      audit.match(
+        /data-label="Website"><a href="\/console\/websites\/client_[\w-]+">Twin shop<\/a><br><span class="muted">twin-[ab]\.example<\/span>/g,
+      ),
+    ).toHaveLength(2);
+    // Names, not ids: an id appears only in the link's address.
+    for (const client of twins) expect(audit).not.toContain(`>${client.client_id}<`);
   });
 
   it('acts through the admin API’s functions: deactivate, rotate, kill switch, per-grant revoke, user revoke', async () => {
@@ -198,7 +258,7 @@ describe(`the operators' console (${storeName})`, () => {
     expect((await op.get(`/console/agents/${agent.agent_id}`)).body).toMatch(/badge revoked">Revoked/);
     const audit = await op.get(`/console/audit?agent_id=${agent.agent_id}&event=revoked`);
     expect(audit.body).toContain(agent.agent_id);
-    expect(audit.body.match(/data-label="Event">revoked\b/g)).toHaveLength(1);
+    expect(audit.body.match(/data-label="Event" class="words">revoked\b/g)).toHaveLength(1);
 
     // A revoke may only return to a console page.
     expect((await op.post(`/console/grants/${grant.grant_id}/revoke`, { back: 'https://evil.example/' })).headers.location).toBe('/console');

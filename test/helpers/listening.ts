@@ -30,22 +30,25 @@ export async function startListeningServer(env: Partial<Env> = {}): Promise<List
   return { ...server, issuer };
 }
 
+/** A real server's settings: both listeners on free ports, quiet, over `databaseUrl` or the embedded store in `dataDir`. */
+export function localConfig(dataDir: string, databaseUrl: string | undefined, env: Record<string, string> = {}) {
+  return loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    ADMIN_PORT: '0',
+    ADMIN_HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+}
+
 /** A real server (both listeners on free ports) over a fresh store, with a data directory of its own. */
 export async function startLocalServer(env: Record<string, string> = {}) {
   const database = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-local-'));
-  const server = await startServer(
-    loadConfig({
-      PORT: '0',
-      HOST: '127.0.0.1',
-      ADMIN_PORT: '0',
-      ADMIN_HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      DATABASE_URL: database.url,
-      LOG_LEVEL: 'silent',
-      ...env,
-    }),
-  );
+  const server = await startServer(localConfig(dataDir, database.url, env));
   return {
     database,
     dataDir,

@@ -2,6 +2,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { buildAdminApp } from '../../src/admin-app.js';
 import { buildApp } from '../../src/app.js';
 import { type Env, loadConfig } from '../../src/config.js';
+import { sha256 } from '../../src/crypto/secrets.js';
 import { openPostgres } from '../../src/db/postgres.js';
 import { openServices, type Services } from '../../src/services.js';
 import { createTestDatabase } from './database.js';
@@ -77,7 +78,7 @@ async function instanceOver(
   release: () => Promise<void>,
 ): Promise<TestServer> {
   const app = await buildApp(services, { loggerInstance: logger });
-  const admin = await buildAdminApp(services, ADMIN_TOKEN, { loggerInstance: logger });
+  const admin = await buildAdminApp(services, sha256(ADMIN_TOKEN), { loggerInstance: logger });
 
   async function adminCall(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown) {
     const res = await admin.inject({

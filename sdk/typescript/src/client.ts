@@ -1,4 +1,3 @@
-import { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import {
   AgentAuthError,
   errorFromBody,
@@ -9,6 +8,7 @@ import {
   WrongWebsiteError,
 } from './errors.js';
 import { type PageLike, readRequestId } from './page.js';
+import { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, type SignInStatus } from './protocol.js';
 import { sleep } from './sleep.js';
 
 export interface AgentAuthClientOptions {
@@ -132,7 +132,7 @@ export class AgentAuthClient {
       body: JSON.stringify({
         request_id: requestId,
         agent_id: this.#agentId,
-        agent_secret: this.#agentSecret,
+        ...this.#proof(),
         model: this.#model,
         expected_redirect_origin: options.expectedRedirectOrigin,
       }),
@@ -217,6 +217,11 @@ export class AgentAuthClient {
     }
     const state = await this.waitForCompletion(requestId, { ...options, timeoutMs: Math.max(deadline - Date.now(), 0) });
     return { requestId, ...state };
+  }
+
+  /** What proves the agent's identity in an authenticate call: its secret (the one way so far). */
+  #proof(): { agent_secret: string } {
+    return { agent_secret: this.#agentSecret };
   }
 
   async #call<T>(path: string, init: RequestInit): Promise<T> {

@@ -1,4 +1,4 @@
-import { SIGN_IN_ERRORS } from '../protocol/sign-in.js';
+import { SIGN_IN_ERRORS } from './protocol.js';
 
 /**
  * What the agent sees when a sign-in fails: the server's `{error, error_description}` body

@@ -1,0 +1,33 @@
+/**
+ * agent-auth's agent SDK (`@agent-auth/agent`): what an AI agent needs to sign in to a website
+ * through agent-auth. Uses only `fetch`; works with any browser library whose page fits `PageLike`.
+ */
+export {
+  AgentAuthClient,
+  type AgentAuthClientOptions,
+  type Authenticated,
+  type AuthenticateOptions,
+  type CallOptions,
+  parseRetryAfter,
+  pollDelay,
+  type PollOptions,
+  type RequestStatus,
+  type SignInOptions,
+  type StatusOptions,
+  type WaitOptions,
+} from './client.js';
+export {
+  AccessDeniedError,
+  AgentAuthError,
+  InvalidCredentialsError,
+  InvalidRequestError,
+  PossibleHijackError,
+  RateLimitedError,
+  RequestAlreadyAuthenticatedError,
+  RequestExpiredError,
+  RequestNotFoundError,
+  TimeoutError,
+  WrongWebsiteError,
+} from './errors.js';
+export { findRequestId, type PageLike, readRequestId, type ReadRequestIdOptions } from './page.js';
+export { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, SIGN_IN_STATUSES, type SignInError, type SignInStatus } from './protocol.js';
