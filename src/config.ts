@@ -203,6 +203,15 @@ const envSchema = z.object({
         'Grants (and as many clients and verified access tokens) each instance keeps in memory for `/userinfo` and `/introspect`; `0` switches the cache off. See [Grant cache](#grant-cache).',
       ),
     ),
+  GRANT_CACHE_MAX_AGE_SECONDS: seconds
+    .max(10)
+    .default(10)
+    .meta(
+      about(
+        'Longest time a cached grant or client is served from memory, whatever happens to the notifications (at most 10).',
+        'Longest time an instance serves a cached grant or client from memory before reading it again, at most 10. Notifications make revocation immediate; this bounds what a failure that loses them unnoticed could cost (see [Grant cache](#grant-cache)).',
+      ),
+    ),
   TRUST_PROXY: z
     .string()
     .transform((v, ctx) => {
@@ -363,6 +372,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     shutdownDelaySeconds: e.SHUTDOWN_DELAY_SECONDS,
     auditRetentionDays: e.AUDIT_RETENTION_DAYS,
     grantCacheSize: e.GRANT_CACHE_SIZE,
+    grantCacheMaxAgeSeconds: e.GRANT_CACHE_MAX_AGE_SECONDS,
     trustProxy: e.TRUST_PROXY,
     redisUrl: e.REDIS_URL,
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,

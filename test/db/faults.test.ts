@@ -103,8 +103,9 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
       await admin.end();
     }
   }
-  // The one connection outside the pool that LISTENs (src/db/pg-listener.ts); its last statement was a LISTEN.
-  const LISTENER = `query LIKE 'LISTEN %'`;
+  // The one connection outside the pool that LISTENs (src/db/pg-listener.ts); its last statement was
+  // a LISTEN or its heartbeat.
+  const LISTENER = `(query LIKE 'LISTEN %' OR query LIKE '%agent_auth_listener_heartbeat')`;
 
   const ready = async () => (await server.app.inject('/readyz')).statusCode === 200;
 

@@ -64,9 +64,10 @@ export async function startTestServer(env: Partial<Env> = {}, options: TestServe
  * instance is a second pair of apps over the first one's Services: the closest equivalent.
  * Close it before the first.
  */
-export async function startSecondInstance(first: TestServer): Promise<TestServer> {
+export async function startSecondInstance(first: TestServer, options: Pick<TestServerOptions, 'rewriteDatabaseUrl'> = {}): Promise<TestServer> {
   if (!first.databaseUrl) return instanceOver(first.services, undefined, undefined, async () => {});
-  const services = await openServices(first.services.config, openPostgres(first.databaseUrl));
+  const url = options.rewriteDatabaseUrl?.(first.databaseUrl) ?? first.databaseUrl;
+  const services = await openServices(first.services.config, openPostgres(url));
   return instanceOver(services, first.databaseUrl, undefined, () => services.db.close());
 }
 
