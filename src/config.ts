@@ -76,6 +76,18 @@ const envSchema = z.object({
         '`postgres://user:password@host:5432/db`. When set, state lives in that PostgreSQL.',
       ),
     ),
+  DATABASE_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(500)
+    .max(60_000)
+    .default(3000)
+    .meta(
+      about(
+        'How long a PostgreSQL statement or connection may take before the request gets 503; after one timeout, 503 at once until the database answers again.',
+        'How long the server waits for PostgreSQL to connect or to answer a statement (the database itself gives up 0.5 s sooner, so that nothing commits unseen) before the request gets 503 with `Retry-After`. After one timeout every request gets 503 at once, instead of queueing behind a database that does not answer, until a probe (one a second) answers in time. Migrations are not bounded. See "Failure modes".',
+      ),
+    ),
   DATA_DIR: z
     .string()
     .min(1)
@@ -351,6 +363,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     host: e.HOST,
     issuer: e.ISSUER ?? `http://localhost:${e.PORT}`,
     databaseUrl: e.DATABASE_URL,
+    databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
     dataDir: e.DATA_DIR,
     /** Configured signing secrets, newest first; empty means "use the one kept in the store". */
     jwtSecrets: e.JWT_SECRETS ?? (e.JWT_SECRET ? [e.JWT_SECRET] : []),

@@ -152,6 +152,30 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
     }
   }, 60000);
 
+  it('says so fast when the database freezes: DATABASE_TIMEOUT_MS for the first statement, then 503 at once until a probe answers', async () => {
+    const calls = await storeCalls(server, client);
+    proxy.freeze();
+    const timed = async (call: () => Promise<{ statusCode: number }>) => {
+      const started = Date.now();
+      const res = await call();
+      return { status: res.statusCode, took: Date.now() - started };
+    };
+    // The first statement waits out the deadline (3 s by default), with a margin for a busy machine.
+    const first = await timed(async () => (await startAuthorize(server, client)).res);
+    expect(first.status).toBe(503);
+    expect(first.took).toBeLessThan(3000 + 1500);
+    // From then on no request queues behind the frozen database.
+    for (const [what, call] of calls) {
+      const started = Date.now();
+      expectUnavailable(await call(), what);
+      expect(Date.now() - started, what).toBeLessThan(500);
+    }
+    await proxy.thaw();
+    // The probe answers within seconds, and requests are served again.
+    expect(await within(10_000, ready, 200)).toBe(true);
+    expect((await startAuthorize(server, client)).res.statusCode).toBe(200);
+  }, 60000);
+
   it('survives its connections being terminated by the server (pg_terminate_backend)', async () => {
     expect((await startAuthorize(server, client)).res.statusCode).toBe(200);
     expect(await backends('true', true)).toBeGreaterThan(0);

@@ -49,7 +49,10 @@ export async function startTestServer(env: Partial<Env> = {}, options: TestServe
     RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: '100000',
     ...env,
   } as Record<string, string>);
-  const db = options.rewriteDatabaseUrl && database.url ? openPostgres(options.rewriteDatabaseUrl(database.url)) : await database.open();
+  const db =
+    options.rewriteDatabaseUrl && database.url
+      ? openPostgres(options.rewriteDatabaseUrl(database.url), config.databaseTimeoutMs)
+      : await database.open();
   const services = await openServices(config, db);
   return instanceOver(services, database.url, options.logger, async () => {
     await services.db.close();
@@ -67,7 +70,7 @@ export async function startTestServer(env: Partial<Env> = {}, options: TestServe
 export async function startSecondInstance(first: TestServer, options: Pick<TestServerOptions, 'rewriteDatabaseUrl'> = {}): Promise<TestServer> {
   if (!first.databaseUrl) return instanceOver(first.services, undefined, undefined, async () => {});
   const url = options.rewriteDatabaseUrl?.(first.databaseUrl) ?? first.databaseUrl;
-  const services = await openServices(first.services.config, openPostgres(url));
+  const services = await openServices(first.services.config, openPostgres(url, first.services.config.databaseTimeoutMs));
   return instanceOver(services, first.databaseUrl, undefined, () => services.db.close());
 }
 
