@@ -18,6 +18,8 @@ const REQUEST_ID = /^[\w.:+=@/-]{1,128}$/;
 export const MAX_HEADER_BYTES = 8 * 1024;
 
 export interface AppOptions {
+  /** Which proxies to believe; TRUST_PROXY unless given. */
+  trustProxy?: TrustProxy;
   logger?: FastifyServerOptions['logger'];
   loggerInstance?: FastifyServerOptions['loggerInstance'];
 }
@@ -36,7 +38,7 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
   const app = Fastify({
     logger: options.loggerInstance ? undefined : (options.logger ?? loggerOptions(services.config.logLevel)),
     loggerInstance: options.loggerInstance,
-    trustProxy: trustProxyOption(services.config.trustProxy),
+    trustProxy: trustProxyOption(options.trustProxy ?? services.config.trustProxy),
     bodyLimit: 64 * 1024,
     // Every header of ours fits in a few hundred bytes; past 8 KiB, 431 (docs/security.md, "Checked").
     http: { maxHeaderSize: MAX_HEADER_BYTES },

@@ -47,6 +47,7 @@ export async function startTestServer(env: Partial<Env> = {}, options: TestServe
     RATE_LIMIT_CLIENT_PER_CLIENT: '100000',
     RATE_LIMIT_CLIENT_FAILURES_PER_IP: '100000',
     RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: '100000',
+    RATE_LIMIT_ADMIN_FAILURES_PER_IP: '100000',
     ...env,
   } as Record<string, string>);
   const db =
