@@ -270,6 +270,32 @@ const envSchema = z.object({
         'How long a Redis connect or command may take before limits fail open.',
       ),
     ),
+  REQUEST_TIMEOUT_SECONDS: seconds
+    .max(600)
+    .default(30)
+    .meta(
+      about(
+        'A request whose headers and body have not all arrived after this long gets 408 and its connection closed.',
+        'How long a client may take to send a whole request, headers and body; past it, 408 and the connection is closed (checked every second). Responses, long polls included, are not bounded by it. See "Slow clients".',
+      ),
+    ),
+  HEADERS_TIMEOUT_SECONDS: seconds
+    .max(600)
+    .default(10)
+    .meta(
+      about(
+        'A request whose headers have not all arrived after this long gets 408 and its connection closed.',
+        'How long a client may take to send the request line and headers; past it, 408 and the connection is closed. Must not exceed `REQUEST_TIMEOUT_SECONDS`. See "Slow clients".',
+      ),
+    ),
+  MAX_CONNECTIONS_PER_IP: count
+    .default(100)
+    .meta(
+      about(
+        'Open connections per client address on each listener (an IPv6 /64 counts as one); the proxies `TRUST_PROXY` trusts are exempt (`0` = no cap).',
+        'Open connections per client address on each listener, an IPv6 /64 counting as one; a connection past it is closed at once. The addresses of proxies that `TRUST_PROXY` (on the admin listener `ADMIN_TRUST_PROXY`) trusts are exempt, since every client behind them shares their address; with `true` or a hop count every peer is taken for a proxy and nothing is capped here (cap connections at the proxy then). `0` switches the cap off. See "Slow clients".',
+      ),
+    ),
   RATE_LIMIT_WINDOW_SECONDS: seconds.default(60).meta(about('Rate-limit window.', 'Length of the rate-limit window.')),
   RATE_LIMIT_AUTHORIZE_PER_IP: count
     .default(120)
@@ -372,6 +398,9 @@ export class ConfigError extends Error {}
 function settingsFrom(e: z.output<typeof envSchema>) {
   if (e.JWT_SECRET && e.JWT_SECRETS) throw new ConfigError('invalid configuration: set JWT_SECRET or JWT_SECRETS, not both');
   if (e.BRAND_LOGO_URL && e.BRAND_LOGO_FILE) throw new ConfigError('invalid configuration: set BRAND_LOGO_URL or BRAND_LOGO_FILE, not both');
+  if (e.HEADERS_TIMEOUT_SECONDS > e.REQUEST_TIMEOUT_SECONDS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_SECONDS must not exceed REQUEST_TIMEOUT_SECONDS');
+  }
   if (e.DATA_DIR === 'memory' && !e.ADMIN_TOKEN) {
     throw new ConfigError('invalid configuration: ADMIN_TOKEN must be set with DATA_DIR=memory (a generated one would be kept nowhere)');
   }
@@ -406,6 +435,11 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     trustProxy: e.TRUST_PROXY,
     adminTrustProxy: e.ADMIN_TRUST_PROXY,
     redisUrl: e.REDIS_URL,
+    connections: {
+      requestTimeoutSeconds: e.REQUEST_TIMEOUT_SECONDS,
+      headersTimeoutSeconds: e.HEADERS_TIMEOUT_SECONDS,
+      maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
+    },
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     rateLimits: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
