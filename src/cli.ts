@@ -338,8 +338,10 @@ auditCommand.action(async (options: Record<string, string>, c: Command) => {
 });
 
 // The ID token signing keys (OpenID Connect mode).
-const printKeys = (data: { alg: string; current_kid: string; keys: Row[] }) => {
-  console.log(`alg          ${show(data.alg)}\ncurrent kid  ${show(data.current_kid)}\n\npublished`);
+const printKeys = (data: { alg: string; current_kid: string; current: Row[]; keys: Row[] }) => {
+  console.log(`default alg  ${show(data.alg)}\ncurrent kid  ${show(data.current_kid)}\n\ncurrent`);
+  printTable(data.current, ['alg', 'kid']);
+  console.log('\npublished');
   printTable(data.keys, ['kid', 'alg', 'kty']);
 };
 const keysCommand = new Command('keys').description('the keys that sign ID tokens (OpenID Connect mode)');

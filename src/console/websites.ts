@@ -56,7 +56,7 @@ export default async function websitePages(app: FastifyInstance) {
       path: 'websites',
       noun: 'client',
       patch: clientPatch,
-      store: (store) => store.clients,
+      records: ({ store }) => store.clients,
       secretField: 'client_secret',
       secretLabel: 'Client secret',
       notices: {
