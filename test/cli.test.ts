@@ -353,8 +353,11 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
     local = await startLocalServer({ ADMIN_TOKEN: adminToken, ID_TOKEN_SIGNING_ALG: 'ES256' });
     const { server } = local;
     const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
+    // The ES256 keys in the JWKS (one current key per algorithm is published, RS256 first).
     const jwks = async () =>
-      ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+      ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string; alg: string }[] }).keys
+        .filter((k) => k.alg === 'ES256')
+        .map((k) => k.kid);
     const [first] = await jwks();
 
     const listed = await cli(['keys', 'list']);
