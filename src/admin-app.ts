@@ -4,6 +4,7 @@ import adminAgentRoutes from './admin/agents.js';
 import adminAuditRoutes from './admin/audit-log.js';
 import adminClientRoutes from './admin/clients.js';
 import adminGrantRoutes from './admin/grants.js';
+import adminLogoutDeliveryRoutes from './admin/logout-deliveries.js';
 import adminKeyRoutes from './admin/signing-keys.js';
 import consolePlugin from './console/index.js';
 import { Unauthorized } from './errors.js';
@@ -39,6 +40,7 @@ export async function buildAdminApp(
       await admin.register(adminGrantRoutes);
       await admin.register(adminAuditRoutes);
       await admin.register(adminKeyRoutes);
+      await admin.register(adminLogoutDeliveryRoutes);
     },
     { prefix: '/admin' },
   );
