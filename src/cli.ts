@@ -30,9 +30,16 @@ function adminToken(options: GlobalOptions): string {
   }
 }
 
+/** The URL without its trailing slashes; by index, as `/\/+$/` would retry from every slash of a long run. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** The one way the CLI talks to the server; a refusal becomes a CliError with the server's description. */
 async function request(options: GlobalOptions, method: string, path: string, body?: object): Promise<unknown> {
-  const url = `${options.url.replace(/\/+$/, '')}/admin${path}`;
+  const url = `${withoutTrailingSlashes(options.url)}/admin${path}`;
   let res: Response;
   try {
     res = await fetch(url, {

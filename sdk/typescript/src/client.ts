@@ -101,6 +101,13 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
+/** The URL without its trailing slashes; by index, as `/\/+$/` would retry from every slash of a long run. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** Failures worth another poll: rate limits, server trouble, the network. */
 function isTransient(err: unknown): boolean {
   if (err instanceof RateLimitedError) return true;
@@ -117,7 +124,7 @@ export class AgentAuthClient {
   readonly #fetch: typeof fetch;
 
   constructor(options: AgentAuthClientOptions) {
-    this.baseUrl = new URL(options.baseUrl).href.replace(/\/+$/, '');
+    this.baseUrl = withoutTrailingSlashes(new URL(options.baseUrl).href);
     this.#agentId = options.agentId;
     this.#agentSecret = options.agentSecret;
     this.#model = options.model;
