@@ -30,4 +30,13 @@ export {
   WrongWebsiteError,
 } from './errors.js';
 export { findRequestId, type PageLike, readRequestId, type ReadRequestIdOptions } from './page.js';
-export { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, SIGN_IN_STATUSES, type SignInError, type SignInStatus } from './protocol.js';
+export {
+  AGENT_ASSERTION,
+  AGENT_AUTHENTICATION_METHODS,
+  type AgentAssertionAlg,
+  MAX_WAIT_SECONDS,
+  SIGN_IN_ERRORS,
+  SIGN_IN_STATUSES,
+  type SignInError,
+  type SignInStatus,
+} from './protocol.js';
