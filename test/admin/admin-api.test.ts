@@ -154,7 +154,9 @@ describe(`admin API (${storeName})`, () => {
     it('runs the full life cycle: create, get, list, patch, deactivate, activate, rotate, delete', async () => {
       const created = await server.adminCall('POST', '/admin/agents', { email: 'owner@example.com', name: 'Claude' });
       expect(created.statusCode).toBe(201);
-      expect(Object.keys(created.json).sort()).toEqual(['active', 'agent_id', 'agent_secret', 'created_at', 'email', 'name', 'secret_enabled'].sort());
+      expect(Object.keys(created.json).sort()).toEqual(
+        ['active', 'agent_id', 'agent_secret', 'created_at', 'email', 'name', 'secret_enabled'].sort(),
+      );
       expect(created.json).toMatchObject({ email: 'owner@example.com', name: 'Claude', active: true });
       const { agent_id: id, agent_secret: secret } = created.json;
       await expectStoredAsHash('agents', id, secret);
