@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { adminTokenMatcher } from './admin/admin-token.js';
+import adminAgentKeyRoutes from './admin/agent-keys.js';
 import adminAgentRoutes from './admin/agents.js';
 import adminAuditRoutes from './admin/audit-log.js';
 import adminClientRoutes from './admin/clients.js';
@@ -46,6 +47,7 @@ export async function buildAdminApp(
       });
       await admin.register(adminClientRoutes);
       await admin.register(adminAgentRoutes);
+      await admin.register(adminAgentKeyRoutes);
       await admin.register(adminGrantRoutes);
       await admin.register(adminAuditRoutes);
       await admin.register(adminKeyRoutes);
