@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import { adminTokenMatcher } from './admin/admin-token.js';
+import adminAgentKeyRoutes from './admin/agent-keys.js';
 import adminAgentRoutes from './admin/agents.js';
 import adminAuditRoutes from './admin/audit-log.js';
 import adminClientRoutes from './admin/clients.js';
 import adminGrantRoutes from './admin/grants.js';
+import adminLogoutDeliveryRoutes from './admin/logout-deliveries.js';
 import adminKeyRoutes from './admin/signing-keys.js';
 import consolePlugin from './console/index.js';
 import { Unauthorized } from './errors.js';
@@ -45,9 +47,11 @@ export async function buildAdminApp(
       });
       await admin.register(adminClientRoutes);
       await admin.register(adminAgentRoutes);
+      await admin.register(adminAgentKeyRoutes);
       await admin.register(adminGrantRoutes);
       await admin.register(adminAuditRoutes);
       await admin.register(adminKeyRoutes);
+      await admin.register(adminLogoutDeliveryRoutes);
     },
     { prefix: '/admin' },
   );

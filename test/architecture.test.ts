@@ -15,11 +15,13 @@ const FLOORS: Record<string, number> = {
   cache: 3,
   store: 4,
   events: 5,
+  'agent-keys': 5,
   oauth: 5,
   oidc: 5,
   pages: 5,
   flows: 6,
   tokens: 6,
+  logout: 6,
   'services.ts': 7,
   plugins: 8,
   routes: 9,
@@ -43,13 +45,15 @@ const SERVICE_USERS = new Set(['services.ts', 'plugins', 'routes', 'admin', 'con
 const STORE_SLICES: Record<string, string[]> = {
   'services.ts': ['serverKeys'],
   oidc: ['serverKeys'],
-  flows: ['signIns', 'agents', 'auditLog'],
-  tokens: ['clients', 'grants', 'grantAdmin'],
+  'agent-keys': ['agentKeys'],
+  flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
+  tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
+  logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],
   // /authorize reads the website it starts a sign-in for; /readyz pings the store.
   routes: ['clients', 'maintenance'],
-  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys'],
-  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions'],
+  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries'],
+  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

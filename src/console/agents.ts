@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
+import { agentRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions, withWebsiteHosts } from './resource.js';
@@ -46,7 +47,7 @@ export default async function agentPages(app: FastifyInstance) {
       path: 'agents',
       noun: 'agent',
       patch: agentPatch,
-      store: (store) => store.agents,
+      records: (services, context) => agentRecords(services, context),
       secretField: 'agent_secret',
       secretLabel: 'Agent secret',
       notices: {

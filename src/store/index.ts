@@ -1,10 +1,12 @@
 import type { Db } from '../db/types.js';
+import { createAgentKeyStore } from './agent-keys.js';
 import { createAgentStore } from './agents.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
+import { createLogoutDeliveryStore } from './logout-deliveries.js';
 import { createMaintenanceStore } from './maintenance.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
@@ -14,6 +16,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
   return {
     clients: createClientStore(db),
     agents: createAgentStore(db),
+    agentKeys: createAgentKeyStore(db),
     grants: createGrantStore(db, grantCache),
     signIns: createSignInStore(db),
     grantAdmin: createGrantAdminStore(db),
@@ -21,6 +24,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     maintenance: createMaintenanceStore(db),
     serverKeys: createServerKeyStore(db),
     consoleSessions: createConsoleSessionStore(db),
+    logoutDeliveries: createLogoutDeliveryStore(db),
   };
 }
 
