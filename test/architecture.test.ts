@@ -15,6 +15,7 @@ const FLOORS: Record<string, number> = {
   cache: 3,
   store: 4,
   events: 5,
+  'agent-keys': 5,
   oauth: 5,
   oidc: 5,
   pages: 5,
@@ -44,7 +45,8 @@ const SERVICE_USERS = new Set(['services.ts', 'plugins', 'routes', 'admin', 'con
 const STORE_SLICES: Record<string, string[]> = {
   'services.ts': ['serverKeys'],
   oidc: ['serverKeys'],
-  flows: ['signIns', 'agents', 'auditLog'],
+  'agent-keys': ['agentKeys'],
+  flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
   tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
   logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],

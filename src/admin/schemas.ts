@@ -46,5 +46,6 @@ export const agentView = z.object({
   email: z.string(),
   name: z.string().nullable(),
   active: z.boolean(),
+  secret_enabled: z.boolean().describe('false: the agent is key-only, its secret is refused'),
   created_at: z.date(),
 });

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
+import { AGENT_ASSERTION, AGENT_AUTHENTICATION_METHODS } from '../protocol/sign-in.js';
 import { SIGNING_ALGS } from '../protocol/signing.js';
 
 const url = z.string();
@@ -22,9 +23,14 @@ const metadataSchema = z.object({
   authorization_response_iss_parameter_supported: z.boolean(),
   introspection_endpoint_auth_methods_supported: values,
   revocation_endpoint_auth_methods_supported: values,
+  agent_authentication_methods_supported: values,
+  agent_assertion_signing_alg_values_supported: values,
 });
 
-/** RFC 8414 metadata: the fields docs/protocol.md lists, plus RFC 9207 `iss` support and the auth methods. */
+/**
+ * RFC 8414 metadata: the fields docs/protocol.md lists, plus RFC 9207 `iss` support, the auth
+ * methods, and how agents may authenticate (both documents carry it).
+ */
 export function authorizationServerMetadata(issuer: string): z.infer<typeof metadataSchema> {
   return {
     issuer,
@@ -42,6 +48,8 @@ export function authorizationServerMetadata(issuer: string): z.infer<typeof meta
     authorization_response_iss_parameter_supported: true,
     introspection_endpoint_auth_methods_supported: ['client_secret_post'],
     revocation_endpoint_auth_methods_supported: ['client_secret_post'],
+    agent_authentication_methods_supported: [...AGENT_AUTHENTICATION_METHODS],
+    agent_assertion_signing_alg_values_supported: [...AGENT_ASSERTION.algorithms],
   };
 }
 

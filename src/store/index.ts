@@ -1,4 +1,5 @@
 import type { Db } from '../db/types.js';
+import { createAgentKeyStore } from './agent-keys.js';
 import { createAgentStore } from './agents.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
@@ -15,6 +16,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
   return {
     clients: createClientStore(db),
     agents: createAgentStore(db),
+    agentKeys: createAgentKeyStore(db),
     grants: createGrantStore(db, grantCache),
     signIns: createSignInStore(db),
     grantAdmin: createGrantAdminStore(db),

@@ -9,6 +9,7 @@ const TARGETS: { table: string; expired: string }[] = [
   { table: 'refresh_tokens', expired: 'expires_at < now()' },
   { table: 'revoked_access_tokens', expired: 'expires_at < now()' },
   { table: 'console_signed_out', expired: 'expires_at < now()' },
+  { table: 'agent_assertion_jtis', expired: 'expires_at < now()' },
   // Retired ID token keys, once no token they signed is valid (the current key has no expiry).
   { table: 'signing_keys', expired: 'expires_at < now()' },
   { table: 'grants', expired: 'expires_at < now() - make_interval(days => $1)' },

@@ -165,7 +165,9 @@ describe(`admin API (${storeName})`, () => {
     it('runs the full life cycle: create, get, list, patch, deactivate, activate, rotate, delete', async () => {
       const created = await server.adminCall('POST', '/admin/agents', { email: 'owner@example.com', name: 'Claude' });
       expect(created.statusCode).toBe(201);
-      expect(Object.keys(created.json).sort()).toEqual(['active', 'agent_id', 'agent_secret', 'created_at', 'email', 'name'].sort());
+      expect(Object.keys(created.json).sort()).toEqual(
+        ['active', 'agent_id', 'agent_secret', 'created_at', 'email', 'name', 'secret_enabled'].sort(),
+      );
       expect(created.json).toMatchObject({ email: 'owner@example.com', name: 'Claude', active: true });
       const { agent_id: id, agent_secret: secret } = created.json;
       await expectStoredAsHash('agents', id, secret);
@@ -174,7 +176,7 @@ describe(`admin API (${storeName})`, () => {
       expect((await server.adminCall('GET', `/admin/agents/${id}`)).json).toEqual(view);
       const list = await server.adminCall('GET', '/admin/agents');
       expect(list.json.agents).toContainEqual(view);
-      expect(JSON.stringify(list.json)).not.toMatch(/secret/);
+      expect(JSON.stringify(list.json)).not.toMatch(/secret(?!_enabled)/);
 
       const renamed = await server.adminCall('PATCH', `/admin/agents/${id}`, { name: 'Claude 2' });
       expect(renamed.json).toEqual({ ...view, name: 'Claude 2' });

@@ -46,7 +46,7 @@ async function operator(server: TestServer) {
 describe(`the operators' console (${storeName})`, () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ RATE_LIMIT_ADMIN_FAILURES_PER_IP: '10' });
   });
   afterAll(() => server?.close());
 

@@ -49,6 +49,10 @@ describe(`purging expired rows (${storeName})`, () => {
     await db.query(
       `INSERT INTO console_signed_out (session_hash, expires_at) VALUES ('ended', now() - interval '1 second'), ('live', now() + interval '1 hour')`,
     );
+    // A spent assertion id is kept only until the assertion could no longer be accepted.
+    await db.query(
+      `INSERT INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES ('agent_x', 'spent', now() - interval '1 second'), ('agent_x', 'live', now() + interval '1 minute')`,
+    );
     const oldEvents = await db.query(`UPDATE audit_events SET at = now() - interval '31 days' WHERE request_id = $1`, [old.requestId]);
 
     const before = {
@@ -58,6 +62,7 @@ describe(`purging expired rows (${storeName})`, () => {
       grants: await count('grants'),
       revoked_access_tokens: await count('revoked_access_tokens'),
       console_signed_out: await count('console_signed_out'),
+      agent_assertion_jtis: await count('agent_assertion_jtis'),
       audit_events: await count('audit_events'),
     };
     const removed = await purgeExpired(server.services, { auditRetentionDays: 30, log: server.app.log });
@@ -67,6 +72,7 @@ describe(`purging expired rows (${storeName})`, () => {
       refresh_tokens: 1,
       revoked_access_tokens: 1,
       console_signed_out: 1,
+      agent_assertion_jtis: 1,
       signing_keys: 0,
       grants: 1,
       audit_events: oldEvents.rowCount,
@@ -116,7 +122,7 @@ describe(`the purge schedule (${storeName})`, () => {
       }
     };
     // The purge's store over that connection (no grant cache: the purge reads no grant).
-    const store = createStore({ ...db, query: query as Db['query'] }, new GrantCache(0, createMetrics()));
+    const store = createStore({ ...db, query: query as Db['query'] }, new GrantCache(0, createMetrics(), 10_000));
     return { deps: { store, events: server.services.events }, seen };
   }
 
