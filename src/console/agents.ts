@@ -52,7 +52,7 @@ export default async function agentPages(app: FastifyInstance) {
       secretLabel: 'Agent secret',
       notices: {
         activated: 'Agent activated.',
-        deactivated: 'Agent deactivated: it cannot sign in, and its tokens stop working while it is off.',
+        deactivated: 'Agent deactivated: it cannot sign in, and its grants have ended (websites with a logout URI are told).',
         revoked: (count) => `Kill switch: ${grantCount(count)} revoked; every website has lost this agent's tokens.`,
       },
     }),

@@ -14,6 +14,8 @@ const TARGETS: { table: string; expired: string }[] = [
   { table: 'signing_keys', expired: 'expires_at < now()' },
   { table: 'grants', expired: 'expires_at < now() - make_interval(days => $1)' },
   { table: 'audit_events', expired: 'at < now() - make_interval(days => $1)' },
+  // Back-channel logout deliveries done with (delivered or failed), kept as long as the audit log.
+  { table: 'logout_deliveries', expired: `status <> 'pending' AND created_at < now() - make_interval(days => $1)` },
 ];
 
 /** Housekeeping statements: the purge of expired rows and the store's liveness probe. */

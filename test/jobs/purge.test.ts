@@ -76,6 +76,7 @@ describe(`purging expired rows (${storeName})`, () => {
       signing_keys: 0,
       grants: 1,
       audit_events: oldEvents.rowCount,
+      logout_deliveries: 0,
     });
     expect(oldEvents.rowCount).toBeGreaterThan(0);
     const { audit_events: eventsBefore, ...tables } = before;

@@ -8,9 +8,10 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type LogoutSender, type SenderTimings, startLogoutSender } from '../../src/logout/sender.js';
+import { type LogoutSender, retryDelay, SENDER_TIMINGS, type SenderTimings, startLogoutSender } from '../../src/logout/sender.js';
 import { issueTokens, refresh, revoke } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
+import { freePort } from '../helpers/listening.js';
 import { within } from '../helpers/poll.js';
 import { ISSUER, startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -195,6 +196,32 @@ describe(`back-channel logout (${storeName})`, () => {
       [session.sid],
     );
     expect(rows[0]).toEqual({ attempts: receiver.of(session.sid).length, last_error: null });
+  });
+
+  it('keeps retrying a website that is not there, the first retry within 15 s', async () => {
+    // With the production timings: the first retry waits 5 to 10 s, later ones double up to 10 minutes.
+    for (let i = 0; i < 200; i++) {
+      expect(retryDelay(1, SENDER_TIMINGS)).toBeGreaterThanOrEqual(5);
+      expect(retryDelay(1, SENDER_TIMINGS)).toBeLessThanOrEqual(10);
+      expect(retryDelay(30, SENDER_TIMINGS)).toBeLessThanOrEqual(600);
+    }
+    const gone = await server.adminCall('POST', '/admin/clients', {
+      name: 'Gone website',
+      redirect_uris: ['https://gone.example/callback'],
+      backchannel_logout_uri: `http://127.0.0.1:${await freePort()}/logout`,
+    });
+    sender = await startSender();
+    const { agent } = await issueTokens(server, { client: gone.json, scope: 'openid' });
+    await server.adminCall('POST', `/admin/agents/${agent.agent_id}/revoke-grants`);
+    const row = async () =>
+      (
+        await server.services.db.query<{ status: string; attempts: number; last_error: string | null }>(
+          `SELECT status, attempts, last_error FROM logout_deliveries WHERE client_id = $1`,
+          [gone.json.client_id],
+        )
+      ).rows[0];
+    expect(await within(5000, async () => (await row())?.attempts >= 2)).toBe(true);
+    expect(await row()).toMatchObject({ status: 'pending', last_error: expect.stringMatching(/^could not connect/) });
   });
 
   it('gives a delivery up after an hour of refusals, counts it, lists it, and retries it on request', async () => {
