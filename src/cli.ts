@@ -31,9 +31,16 @@ function adminToken(options: GlobalOptions): string {
   }
 }
 
+/** The URL without its trailing slashes; by index, as `/\/+$/` would retry from every slash of a long run. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** The one way the CLI talks to the server; a refusal becomes a CliError with the server's description. */
 async function request(options: GlobalOptions, method: string, path: string, body?: object): Promise<unknown> {
-  const url = `${options.url.replace(/\/+$/, '')}/admin${path}`;
+  const url = `${withoutTrailingSlashes(options.url)}/admin${path}`;
   let res: Response;
   try {
     res = await fetch(url, {
@@ -115,6 +122,8 @@ interface Field {
   /** Key in the request body. */
   key: string;
   parse?(value: string, previous: unknown): unknown;
+  /** The word that clears the field (sent as null). */
+  clear?: string;
   /** On create: required, optional, or not accepted at all (undefined). */
   create?: 'required' | 'optional';
   update?: boolean;
@@ -141,7 +150,7 @@ function bodyFrom(fields: Field[], values: Record<string, unknown>): Row {
   const body: Row = {};
   for (const field of fields) {
     const value = values[new Option(field.flags).attributeName()];
-    if (value !== undefined) body[field.key] = value;
+    if (value !== undefined) body[field.key] = field.clear !== undefined && value === field.clear ? null : value;
   }
   return body;
 }
@@ -410,9 +419,31 @@ auditCommand.action(async (options: Record<string, string>, c: Command) => {
   });
 });
 
+// The back-channel logout outbox (OpenID Connect mode).
+const DELIVERY_COLUMNS = ['jti', 'client_id', 'agent_id', 'reason', 'attempts', 'created_at', 'last_error'];
+const logoutCommand = new Command('logout-deliveries').description('logout tokens sent to websites when grants end (back-channel logout)');
+logoutCommand
+  .command('failed')
+  .description('list deliveries given up after an hour of refusals, newest first')
+  .option('--client <id>', 'of one website only')
+  .action(async (options: { client?: string }, c: Command) => {
+    const query = new URLSearchParams({ status: 'failed', ...(options.client ? { client_id: options.client } : {}) });
+    const data = (await request(globals(c), 'GET', `/logout-deliveries?${query}`)) as { deliveries: Row[] };
+    print(c, data, ({ deliveries }) => printTable(deliveries, DELIVERY_COLUMNS));
+  });
+logoutCommand
+  .command('retry <jti>')
+  .description('try a failed delivery again now (the same logout token id)')
+  .action(async (jti: string, _options, c: Command) => {
+    const data = (await request(globals(c), 'POST', `/logout-deliveries/${segment(jti)}/retry`)) as Row;
+    print(c, data, (delivery) => console.log(`delivery ${show(String(delivery.jti))} is pending again; the sender tries it now`));
+  });
+
 // The ID token signing keys (OpenID Connect mode).
-const printKeys = (data: { alg: string; current_kid: string; keys: Row[] }) => {
-  console.log(`alg          ${show(data.alg)}\ncurrent kid  ${show(data.current_kid)}\n\npublished`);
+const printKeys = (data: { alg: string; current_kid: string; current: Row[]; keys: Row[] }) => {
+  console.log(`default alg  ${show(data.alg)}\ncurrent kid  ${show(data.current_kid)}\n\ncurrent`);
+  printTable(data.current, ['alg', 'kid']);
+  console.log('\npublished');
   printTable(data.keys, ['kid', 'alg', 'kty']);
 };
 const keysCommand = new Command('keys').description('the keys that sign ID tokens (OpenID Connect mode)');
@@ -458,6 +489,22 @@ const program = new Command('agent-auth')
             create: 'required',
             update: true,
           },
+          {
+            flags: '--id-token-alg <alg>',
+            description: 'algorithm of its ID tokens: RS256 (recommended), ES256 or EdDSA; "default" for ID_TOKEN_SIGNING_ALG',
+            key: 'id_token_signed_response_alg',
+            clear: 'default',
+            create: 'optional',
+            update: true,
+          },
+          {
+            flags: '--backchannel-logout-uri <uri>',
+            description: 'where it hears that a grant ended (back-channel logout; https, or http on localhost); "none" to stop',
+            key: 'backchannel_logout_uri',
+            clear: 'none',
+            create: 'optional',
+            update: true,
+          },
         ],
       }),
     ),
@@ -488,7 +535,8 @@ const program = new Command('agent-auth')
   .addCommand(usersCommand)
   .addCommand(grantsCommand)
   .addCommand(auditCommand)
-  .addCommand(keysCommand);
+  .addCommand(keysCommand)
+  .addCommand(logoutCommand);
 
 program.parseAsync().catch((err: unknown) => {
   console.error(`error: ${escapeControls(err instanceof Error ? err.message : String(err))}`);

@@ -14,7 +14,12 @@ declare module 'fastify' {
 // A caller's (or proxy's) X-Request-ID is kept when it looks like an id, so one id follows a request across hops.
 const REQUEST_ID = /^[\w.:+=@/-]{1,128}$/;
 
+/** The request line and headers together, at most (Node's default is 16 KiB). */
+export const MAX_HEADER_BYTES = 8 * 1024;
+
 export interface AppOptions {
+  /** Which proxies to believe; TRUST_PROXY unless given. */
+  trustProxy?: TrustProxy;
   logger?: FastifyServerOptions['logger'];
   loggerInstance?: FastifyServerOptions['loggerInstance'];
 }
@@ -33,8 +38,10 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
   const app = Fastify({
     logger: options.loggerInstance ? undefined : (options.logger ?? loggerOptions(services.config.logLevel)),
     loggerInstance: options.loggerInstance,
-    trustProxy: trustProxyOption(services.config.trustProxy),
+    trustProxy: trustProxyOption(options.trustProxy ?? services.config.trustProxy),
     bodyLimit: 64 * 1024,
+    // Every header of ours fits in a few hundred bytes; past 8 KiB, 431 (docs/security.md, "Checked").
+    http: { maxHeaderSize: MAX_HEADER_BYTES },
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];

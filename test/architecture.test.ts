@@ -21,6 +21,7 @@ const FLOORS: Record<string, number> = {
   pages: 5,
   flows: 6,
   tokens: 6,
+  logout: 6,
   'services.ts': 7,
   plugins: 8,
   routes: 9,
@@ -46,12 +47,13 @@ const STORE_SLICES: Record<string, string[]> = {
   oidc: ['serverKeys'],
   'agent-keys': ['agentKeys'],
   flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
-  tokens: ['clients', 'grants', 'grantAdmin'],
+  tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
+  logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],
   // /authorize reads the website it starts a sign-in for; /readyz pings the store.
   routes: ['clients', 'maintenance'],
-  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys'],
-  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions'],
+  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries'],
+  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

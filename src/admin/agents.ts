@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { agentRecords } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
 import { agentView, atLeastOne, name } from './schemas.js';
 
@@ -18,5 +19,5 @@ export default adminResource({
   view: agentView,
   create: agentCreate,
   patch: agentPatch,
-  store: (store) => store.agents,
+  records: (services, context) => agentRecords(services, context),
 });

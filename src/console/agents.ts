@@ -3,6 +3,7 @@ import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
 import { addAgentKey, deleteAgentKey, kidSchema, listAgentKeys } from '../agent-keys/registration.js';
 import { OAuthError } from '../errors.js';
+import { agentRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions, withWebsiteHosts } from './resource.js';
@@ -49,7 +50,7 @@ export default async function agentPages(app: FastifyInstance) {
       path: 'agents',
       noun: 'agent',
       patch: agentPatch,
-      store: (store) => store.agents,
+      records: (services, context) => agentRecords(services, context),
       secretField: 'agent_secret',
       secretLabel: 'Agent secret',
       notices: {
@@ -98,7 +99,8 @@ export default async function agentPages(app: FastifyInstance) {
     const id = idParam(request, 'agent');
     const back = `/console/agents/${id}`;
     const enabled = form(request).secret_enabled === 'true';
-    found(await agents.update(id, parseForm(agentPatch, { secret_enabled: enabled }, back)), 'agent', id);
+    const patch = parseForm(agentPatch, { secret_enabled: enabled }, back);
+    found(await agentRecords(app.services, { log: request.log }).update(id, patch), 'agent', id);
     return redirectWith(request, reply, back, {
       notice: enabled
         ? 'Secret allowed again: the agent may sign in with its secret or a key.'

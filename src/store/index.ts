@@ -6,6 +6,7 @@ import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
+import { createLogoutDeliveryStore } from './logout-deliveries.js';
 import { createMaintenanceStore } from './maintenance.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
@@ -23,6 +24,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     maintenance: createMaintenanceStore(db),
     serverKeys: createServerKeyStore(db),
     consoleSessions: createConsoleSessionStore(db),
+    logoutDeliveries: createLogoutDeliveryStore(db),
   };
 }
 

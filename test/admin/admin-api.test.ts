@@ -31,7 +31,18 @@ describe(`admin API (${storeName})`, () => {
         redirect_uris: ['https://shop.example/cb', 'http://localhost:8080/cb'],
       });
       expect(created.statusCode).toBe(201);
-      expect(Object.keys(created.json).sort()).toEqual(['active', 'client_id', 'client_secret', 'created_at', 'name', 'redirect_uris'].sort());
+      expect(Object.keys(created.json).sort()).toEqual(
+        [
+          'active',
+          'backchannel_logout_uri',
+          'client_id',
+          'client_secret',
+          'created_at',
+          'id_token_signed_response_alg',
+          'name',
+          'redirect_uris',
+        ].sort(),
+      );
       const { client_id: id, client_secret: secret } = created.json;
       expect(created.json).toMatchObject({
         name: 'Shop',
@@ -123,7 +134,7 @@ describe(`admin API (${storeName})`, () => {
       const { client_id: id } = await server.createClient();
       const before = await row('clients', id);
       for (const [body, field] of [
-        [{}, 'name, redirect_uris, active'],
+        [{}, 'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, active'],
         [{ active: 'yes' }, 'active'],
         [{ redirect_uris: ['http://evil.example/cb'] }, 'redirect_uris'],
         [{ name: null }, 'name'],

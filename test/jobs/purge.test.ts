@@ -121,7 +121,7 @@ describe(`the purge schedule (${storeName})`, () => {
       }
     };
     // The purge's store over that connection (no grant cache: the purge reads no grant).
-    const store = createStore({ ...db, query: query as Db['query'] }, new GrantCache(0, createMetrics()));
+    const store = createStore({ ...db, query: query as Db['query'] }, new GrantCache(0, createMetrics(), 10_000));
     return { deps: { store, events: server.services.events }, seen };
   }
 

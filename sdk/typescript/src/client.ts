@@ -120,6 +120,13 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
+/** The URL without its trailing slashes; by index, as `/\/+$/` would retry from every slash of a long run. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** Failures worth another poll: rate limits, server trouble, the network. */
 function isTransient(err: unknown): boolean {
   if (err instanceof RateLimitedError) return true;
@@ -140,7 +147,7 @@ export class AgentAuthClient {
   constructor(options: AgentAuthClientOptions) {
     const given = [options.agentSecret, options.privateKey, options.sign].filter((v) => v !== undefined).length;
     if (given !== 1) throw new TypeError('give exactly one of agentSecret, privateKey and sign');
-    this.baseUrl = new URL(options.baseUrl).href.replace(/\/+$/, '');
+    this.baseUrl = withoutTrailingSlashes(new URL(options.baseUrl).href);
     this.#agentId = options.agentId;
     this.#agentSecret = options.agentSecret;
     const { privateKey, keyId, sign } = options;
