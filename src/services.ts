@@ -12,6 +12,7 @@ import { type SignInChanges, watchSignInChanges } from './events/sign-in-changes
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
+import { noticeNewWebsites } from './owners/notices.js';
 import type { StoreCache } from './store/grants.js';
 import { createStore, type Store } from './store/index.js';
 import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
@@ -57,6 +58,8 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     const events = new Events();
     writeAuditLogLines(events);
     countEvents(events, metrics);
+    const mailer = createMailer(config.mail);
+    noticeNewWebsites(events, { config, store, mailer });
     return {
       config,
       db: database,
@@ -66,7 +69,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
       metrics,
       events,
       signInChanges,
-      mailer: createMailer(config.mail),
+      mailer,
       verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize),
       lifecycle: { stopping: false },
     };

@@ -59,14 +59,14 @@ const STORE_SLICES: Record<string, string[]> = {
   oidc: ['serverKeys'],
   flows: ['signIns', 'agents', 'auditLog'],
   tokens: ['clients', 'grants', 'grantAdmin'],
-  owners: ['emailLinks', 'ownerSessions'],
+  owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners'],
   jobs: ['signIns', 'maintenance'],
   // /authorize reads the website it starts a sign-in for; /readyz pings the store.
   routes: ['clients', 'maintenance'],
-  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys'],
+  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'owners'],
   console: ['clients', 'agents', 'grantAdmin', 'consoleSessions'],
   // The portal: the owner's own settings and sessions; everything else through src/owners.
-  account: ['owners', 'ownerSessions'],
+  account: ['owners', 'ownerSessions', 'auditLog'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

@@ -4,6 +4,7 @@ import { UnsupportedMediaType } from '../errors.js';
 import { currentOwner, sessionCookie } from '../owners/sessions.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
+import agentRoutes from './agents.js';
 import emailLinkRoutes from './email-link.js';
 import { isBrowserForm, refuseForeignOrigin, signedInOwner } from './guards.js';
 import homePage from './home.js';
@@ -57,5 +58,6 @@ export default async function accountPlugin(app: FastifyInstance) {
       refuseForeignOrigin(request, issuerOrigin);
     });
     await api.register(meRoutes);
+    await api.register(agentRoutes);
   });
 }

@@ -54,6 +54,11 @@ export default async function meRoutes(fastify: FastifyInstance) {
         },
       },
     },
-    async (request) => view(await store.owners.updateSettings(signedInOwner(request).user_id, request.body)),
+    async (request) => {
+      const { user_id: userId } = signedInOwner(request);
+      const settings = await store.owners.updateSettings(userId, request.body);
+      await store.auditLog.recordAction({ actor: 'owner', event: 'owner_settings_changed', userId, detail: request.body });
+      return view(settings);
+    },
   );
 }

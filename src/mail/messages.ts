@@ -29,3 +29,28 @@ export function signInLinkMessage(input: { to: string; brand: string; link: stri
     html: html(intro, { label: `Sign in to ${input.brand}`, href: input.link }, after),
   };
 }
+
+/** An agent signed in to a website for the first time: what, where, when, and where to revoke it. */
+export function newWebsiteMessage(input: {
+  to: string;
+  brand: string;
+  agent: string;
+  website: string;
+  origin: string;
+  model: string;
+  at: Date;
+  link: string;
+}): MailMessage {
+  const when = `${input.at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  const intro = [
+    `Your agent ${input.agent} signed in to ${input.website} (${input.origin}) for the first time, on ${when}, as ${input.model}.`,
+    'If that was not meant to happen, revoke it in your account: the website loses access at once.',
+  ];
+  const after = ['You get this mail once per agent and website. You can turn these mails off in your account’s settings.'];
+  return {
+    to: input.to,
+    subject: `${input.agent} signed in to ${input.website}`,
+    text: [...intro, '', `Your account: ${input.link}`, '', ...after, ''].join('\n'),
+    html: html(intro, { label: 'Review in your account', href: input.link }, after),
+  };
+}

@@ -15,7 +15,7 @@ const PER_EMAIL_WINDOW_SECONDS = 60 * 60;
 
 export interface EmailLinkDeps {
   config: Pick<Config, 'issuer' | 'brand' | 'owners' | 'rateLimits'>;
-  store: Pick<Store, 'emailLinks' | 'ownerSessions'>;
+  store: Pick<Store, 'emailLinks' | 'ownerSessions' | 'auditLog'>;
   mailer: Mailer;
 }
 
@@ -63,5 +63,7 @@ export async function signInWithEmailLink(
     newUserId: generateId('user'),
     lifetimes: SESSION_LIFETIMES,
   });
-  return typeof started === 'string' ? started : { sessionSecret: session.secret };
+  if (typeof started === 'string') return started;
+  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'owner_signed_in', userId: started.user_id, detail: { by: 'email_link' } });
+  return { sessionSecret: session.secret };
 }

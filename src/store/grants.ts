@@ -38,6 +38,8 @@ export interface RedeemedCode {
   auth_time: number | null;
   nonce: string | null;
   email: string;
+  /** A sign-in link sent to that email has been used since it was set (migrations/020). */
+  email_verified: boolean;
 }
 
 /** What an access token is signed from: one grant, i.e. one sign-in of one agent at one client. */
@@ -209,7 +211,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
          )
          SELECT s.agent_id, s.scope, s.model, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
            s.grant_id IS NOT NULL AS issued,
-           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email
+           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email,
+           u.email_verified_at IS NOT NULL AS email_verified
          FROM spent s JOIN users u ON u.id = s.user_id LEFT JOIN auth_requests r ON r.id = s.request_id`,
         [
           input.codeHash,

@@ -7,6 +7,7 @@ import { createEmailLinkStore } from './email-links.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
 import { createMaintenanceStore } from './maintenance.js';
+import { createOwnerAgentStore } from './owner-agents.js';
 import { createOwnerSessionStore } from './owner-sessions.js';
 import { createOwnerStore } from './owners.js';
 import { createServerKeyStore } from './server-keys.js';
@@ -25,6 +26,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     serverKeys: createServerKeyStore(db),
     consoleSessions: createConsoleSessionStore(db),
     owners: createOwnerStore(db),
+    ownerAgents: createOwnerAgentStore(db),
     ownerSessions: createOwnerSessionStore(db),
     emailLinks: createEmailLinkStore(db),
   };

@@ -22,7 +22,7 @@ export const linkForm = (body: string) => ({
 export async function mailedLink(app: App, smtp: TestSmtp, email: string): Promise<string> {
   const res = await app.inject({ method: 'POST', url: '/account/email-link', payload: { email } });
   if (res.statusCode !== 202) throw new Error(`email-link answered ${res.statusCode}: ${res.body}`);
-  const link = new URL(linkIn(await smtp.next(email)));
+  const link = new URL(linkIn(await smtp.next(email, 5000, (mail) => mail.subject.includes('sign-in link'))));
   return `${link.pathname}${link.search}`;
 }
 

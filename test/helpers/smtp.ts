@@ -13,8 +13,8 @@ export interface TestSmtp {
   url: string;
   /** Everything received so far, oldest first. */
   received: Mail[];
-  /** The next message to `to` not taken yet; fails after `ms`. */
-  next(to: string, ms?: number): Promise<Mail>;
+  /** The next message to `to` (that `matches`) not taken yet; fails after `ms`. */
+  next(to: string, ms?: number, matches?: (mail: Mail) => boolean): Promise<Mail>;
   close(): Promise<void>;
 }
 
@@ -41,10 +41,10 @@ export async function startSmtp(): Promise<TestSmtp> {
   return {
     url: `smtp://127.0.0.1:${port}`,
     received,
-    async next(to, ms = 5000) {
+    async next(to, ms = 5000, matches = () => true) {
       const deadline = Date.now() + ms;
       for (;;) {
-        const mail = received.find((m) => !taken.has(m) && m.to.toLowerCase() === to.toLowerCase());
+        const mail = received.find((m) => !taken.has(m) && m.to.toLowerCase() === to.toLowerCase() && matches(m));
         if (mail) {
           taken.add(mail);
           return mail;

@@ -42,6 +42,13 @@ const ENDPOINTS: [method: string, path: string, fails: boolean][] = [
   ['post', '/account/sign-out', true],
   ['get', '/account/api/me', true],
   ['patch', '/account/api/me', true],
+  ['get', '/account/api/agents', true],
+  ['post', '/account/api/agents', true],
+  ['patch', '/account/api/agents/{id}', true],
+  ['delete', '/account/api/agents/{id}', true],
+  ['post', '/account/api/agents/{id}/secret', true],
+  ['delete', '/account/api/agents/{id}/websites/{client_id}', true],
+  ['post', '/account/api/revoke-all', true],
   ['get', '/healthz', false],
   ['get', '/readyz', false],
 ];
