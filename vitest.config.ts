@@ -1,6 +1,34 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+// Files whose subject is not the store (browsers, SDKs, real client libraries, docs and deploy files,
+// pure rules): .ci/run's second pass, on PostgreSQL, sets STORE_TESTS_ONLY so that they run once per CI run.
+// Everything else runs on both stores; `npm test` alone always runs every file.
+const storeIndependent = [
+  'sdk/typescript/test/**',
+  'test/architecture.test.ts',
+  'test/config-docs.test.ts',
+  'test/deploy-files.test.ts',
+  'test/demo.test.ts',
+  'test/examples.test.ts',
+  'test/quickstart.test.ts',
+  'test/readme-walkthrough.test.ts',
+  'test/sdk-python.test.ts',
+  'test/sdk-typescript.test.ts',
+  'test/agent/**',
+  'test/interop/**',
+  'test/console/console-browser.test.ts',
+  'test/logout/example-website-logout.test.ts',
+  'test/pages/pages.test.ts',
+  'test/plugins/openapi.test.ts',
+  'test/plugins/error-handler.test.ts',
+  'test/plugins/rate-limit-redis-hang.test.ts',
+  'test/routes/assets-button.test.ts',
+  'test/routes/home.test.ts',
+  'test/protocol/**',
+  'test/oauth/access-token.test.ts',
+];
+
 const sdk = (file: string) => fileURLToPath(new URL(`./sdk/typescript/src/${file}`, import.meta.url));
 
 export default defineConfig({
@@ -14,7 +42,11 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', 'sdk/typescript/test/**/*.test.ts'],
     // Slow tests (a fresh clone and its npm ci) run once per CI run, by `npm run test:slow`.
-    exclude: ['**/node_modules/**', ...(process.env.SLOW_TESTS ? [] : ['test/**/*.slow.test.ts'])],
+    exclude: [
+      '**/node_modules/**',
+      ...(process.env.SLOW_TESTS ? [] : ['test/**/*.slow.test.ts']),
+      ...(process.env.STORE_TESTS_ONLY ? storeIndependent : []),
+    ],
     globalSetup: ['test/global-setup.ts'],
     pool: 'forks',
     // Most test files wait on sockets, browsers and timers, not the CPU: two at a time on a 2-core machine.

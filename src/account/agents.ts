@@ -94,7 +94,7 @@ export default async function agentRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       const { user_id: userId } = signedInOwner(request);
-      return withWebsites(userId, await updateAgent(services, userId, request.params.id, request.body));
+      return withWebsites(userId, await updateAgent(services, userId, request.params.id, request.body, { log: request.log }));
     },
   );
 
@@ -125,7 +125,7 @@ export default async function agentRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      await deleteAgent(services, signedInOwner(request).user_id, request.params.id);
+      await deleteAgent(services, signedInOwner(request).user_id, request.params.id, { log: request.log });
       return reply.code(204).send(null);
     },
   );

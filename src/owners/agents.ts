@@ -4,11 +4,11 @@ import type { EventContext, Events } from '../events/emitter.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import type { Store } from '../store/index.js';
 import type { ApprovalPolicy } from '../store/owners.js';
-import { revokeAtLevel } from '../tokens/revocation.js';
+import { agentRecords, revokeAtLevel } from '../tokens/revocation.js';
 
 export interface OwnerAgentDeps {
   config: Pick<Config, 'owners'>;
-  store: Pick<Store, 'ownerAgents' | 'auditLog' | 'grantAdmin'>;
+  store: Pick<Store, 'ownerAgents' | 'auditLog' | 'grantAdmin' | 'agents'>;
   events: Events;
 }
 
@@ -39,8 +39,13 @@ export async function updateAgent(
   userId: string,
   agentId: string,
   patch: { name?: string | null; active?: boolean; approval_policy?: ApprovalPolicy | null },
+  context: EventContext,
 ) {
-  const agent = await deps.store.ownerAgents.update(userId, agentId, patch);
+  if (!(await deps.store.ownerAgents.get(userId, agentId))) throw noSuchAgent(agentId);
+  // Name and status as the operators change them: a deactivation ends the agent's grants (grant.ended).
+  const { approval_policy: approvalPolicy, ...record } = patch;
+  if (Object.keys(record).length > 0) await agentRecords(deps, context).update(agentId, record);
+  const agent = await deps.store.ownerAgents.update(userId, agentId, approvalPolicy === undefined ? {} : { approval_policy: approvalPolicy });
   if (!agent) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_updated', userId, agentId, detail: { fields: Object.keys(patch) } });
   return agent;
@@ -53,9 +58,9 @@ export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, ag
   return agent;
 }
 
-/** Deleting an agent takes its grants and sign-ins along (ON DELETE CASCADE). */
-export async function deleteAgent(deps: OwnerAgentDeps, userId: string, agentId: string) {
-  if (!(await deps.store.ownerAgents.remove(userId, agentId))) throw noSuchAgent(agentId);
+/** Deleting an agent ends its grants (grant.ended) and takes its sign-ins along, as when an operator does it. */
+export async function deleteAgent(deps: OwnerAgentDeps, userId: string, agentId: string, context: EventContext) {
+  if (!(await deps.store.ownerAgents.get(userId, agentId)) || !(await agentRecords(deps, context).remove(agentId))) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_deleted', userId, agentId });
 }
 

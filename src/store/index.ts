@@ -1,4 +1,5 @@
 import type { Db } from '../db/types.js';
+import { createAgentKeyStore } from './agent-keys.js';
 import { createAgentStore } from './agents.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
@@ -6,6 +7,7 @@ import { createConsoleSessionStore } from './console-sessions.js';
 import { createEmailLinkStore } from './email-links.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
+import { createLogoutDeliveryStore } from './logout-deliveries.js';
 import { createMaintenanceStore } from './maintenance.js';
 import { createOwnerAgentStore } from './owner-agents.js';
 import { createOwnerSessionStore } from './owner-sessions.js';
@@ -18,6 +20,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
   return {
     clients: createClientStore(db),
     agents: createAgentStore(db),
+    agentKeys: createAgentKeyStore(db),
     grants: createGrantStore(db, grantCache),
     signIns: createSignInStore(db),
     grantAdmin: createGrantAdminStore(db),
@@ -29,6 +32,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     ownerAgents: createOwnerAgentStore(db),
     ownerSessions: createOwnerSessionStore(db),
     emailLinks: createEmailLinkStore(db),
+    logoutDeliveries: createLogoutDeliveryStore(db),
   };
 }
 

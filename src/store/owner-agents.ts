@@ -98,10 +98,5 @@ export function createOwnerAgentStore(db: Db) {
       );
       return rows[0] && { ...rows[0], agent_secret: agentSecret };
     },
-
-    async remove(userId: string, agentId: string): Promise<boolean> {
-      const { rowCount } = await db.query(`DELETE FROM agents WHERE id = $1 AND user_id = $2`, [agentId, userId]);
-      return rowCount > 0;
-    },
   };
 }
