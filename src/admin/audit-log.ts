@@ -44,6 +44,7 @@ const eventView = z.object({
   model: z.string().nullable(),
   reason: z.string().nullable(),
   detail: z.record(z.string(), z.unknown()).nullable(),
+  actor: z.enum(['admin', 'owner']).nullable().describe('who acted: an operator or the owner; null for agents, websites and the server'),
 });
 
 /** One page of the audit log, newest first, and the cursor of the next page when there is one. */

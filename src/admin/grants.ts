@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { NotFound } from '../errors.js';
+import { Conflict, NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { RevocationLevel } from '../store/grant-admin.js';
 import type { Store } from '../store/index.js';
@@ -37,8 +37,11 @@ const clientAgentView = z.object({
 
 const revokedView = { 200: z.object({ revoked: z.number().int() }) };
 
+/** The levels operators revoke at (an owner's own levels are theirs: src/owners/agents.ts). */
+type AdminLevel = Exclude<RevocationLevel, 'website' | 'owner'>;
+
 // How each level is named in a 404 and in the audit log line (an email stays out of the logs).
-const TARGETS: Record<RevocationLevel, { noun: string }> = {
+const TARGETS: Record<AdminLevel, { noun: string }> = {
   grant: { noun: 'grant with id' },
   agent: { noun: 'agent with id' },
   user: { noun: 'user with email' },
@@ -46,13 +49,13 @@ const TARGETS: Record<RevocationLevel, { noun: string }> = {
 };
 
 /** A record the store did not find is a 404 naming it; the console answers the same. */
-export function found<T>(value: T | undefined, level: RevocationLevel, key: string): T {
+export function found<T>(value: T | undefined, level: AdminLevel, key: string): T {
   if (value === undefined) throw new NotFound(`no ${TARGETS[level].noun} ${key}`);
   return value;
 }
 
 /** Revokes the grants at one level; the admin API and the console both revoke through here. */
-export async function revokeGrants(deps: RevocationDeps<'grantAdmin'>, context: EventContext, level: RevocationLevel, key: string) {
+export async function revokeGrants(deps: RevocationDeps<'grantAdmin'>, context: EventContext, level: AdminLevel, key: string) {
   return { revoked: found(await revokeAtLevel(deps, level, key, context), level, key).length };
 }
 
@@ -71,7 +74,7 @@ export default async function adminGrantRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { grantAdmin } = app.services.store;
 
-  const revoke = (request: FastifyRequest, level: RevocationLevel, key: string) => revokeGrants(app.services, { log: request.log }, level, key);
+  const revoke = (request: FastifyRequest, level: AdminLevel, key: string) => revokeGrants(app.services, { log: request.log }, level, key);
 
   app.get(
     '/agents/:id/grants',
@@ -92,6 +95,25 @@ export default async function adminGrantRoutes(fastify: FastifyInstance) {
     },
     async (request) => {
       return userSignIns(app.services.store, request.query.email);
+    },
+  );
+
+  // The owner's address changes; it counts as unverified until a sign-in link sent to it is used.
+  app.patch(
+    '/users',
+    {
+      schema: {
+        querystring: z.object({ email }),
+        body: z.strictObject({ email }),
+        response: { 200: z.object({ email: z.string(), email_verified: z.boolean() }) },
+      },
+    },
+    async (request) => {
+      const changed = await app.services.store.owners.changeEmail(request.query.email, request.body.email);
+      if (changed === 'taken') throw new Conflict('email_taken', `another user has the email ${request.body.email}`);
+      const { user_id: userId, ...user } = found(changed, 'user', request.query.email);
+      await app.services.store.auditLog.recordAction({ actor: 'admin', event: 'owner_email_changed', userId });
+      return user;
     },
   );
 

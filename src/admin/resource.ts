@@ -21,7 +21,7 @@ interface ResourceStore<Create, Patch> {
 interface ResourceOptions<Create extends z.ZodType, Patch extends z.ZodType> {
   /** Collection name, the path segment and the key of the list response: "clients". */
   plural: string;
-  singular: string;
+  singular: 'client' | 'agent';
   /** Field that carries the clear secret, returned only by create and rotate. */
   secretField: string;
   view: z.ZodObject;
@@ -53,26 +53,37 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
       await options.check?.(app.services, body);
       return body;
     };
+    const { auditLog } = app.services.store;
+    // Every change an operator makes is in the audit log (actor admin), named by the record's id.
+    const audit = (action: 'created' | 'updated' | 'secret_rotated' | 'deleted', id: string, detail?: Record<string, unknown>) =>
+      auditLog.recordAction({ actor: 'admin', event: `${singular}_${action}`, [`${singular}Id`]: id, detail });
     const path = `/${plural}`;
     const byId = `${path}/:id`;
 
-    app.post(path, { schema: { body: options.create, response: { 201: withSecret } } }, async (request, reply) =>
-      reply.code(201).send(await records(request).create(await checked(request.body as z.output<Create>))),
-    );
+    app.post(path, { schema: { body: options.create, response: { 201: withSecret } } }, async (request, reply) => {
+      const created = await records(request).create(await checked(request.body as z.output<Create>));
+      await audit('created', created[`${singular}_id`]);
+      return reply.code(201).send(created);
+    });
     app.get(path, { schema: { response: { 200: z.object({ [plural]: z.array(view) }) } } }, async (request) => ({
       [plural]: await records(request).list(),
     }));
     app.get(byId, { schema: { params: idParams, response: { 200: view } } }, async (request) =>
       found(request.params.id, await records(request).get(request.params.id)),
     );
-    app.patch(byId, { schema: { params: idParams, body: options.patch, response: { 200: view } } }, async (request) =>
-      found(request.params.id, await records(request).update(request.params.id, await checked(request.body as z.output<Patch>))),
-    );
-    app.post(`${byId}/secret`, { schema: { params: idParams, response: { 200: withSecret } } }, async (request) =>
-      found(request.params.id, await records(request).rotateSecret(request.params.id)),
-    );
+    app.patch(byId, { schema: { params: idParams, body: options.patch, response: { 200: view } } }, async (request) => {
+      const updated = found(request.params.id, await records(request).update(request.params.id, await checked(request.body as z.output<Patch>)));
+      await audit('updated', request.params.id, { fields: Object.keys(request.body as object) });
+      return updated;
+    });
+    app.post(`${byId}/secret`, { schema: { params: idParams, response: { 200: withSecret } } }, async (request) => {
+      const rotated = found(request.params.id, await records(request).rotateSecret(request.params.id));
+      await audit('secret_rotated', request.params.id);
+      return rotated;
+    });
     app.delete(byId, { schema: { params: idParams } }, async (request, reply) => {
       if (!(await records(request).remove(request.params.id))) throw notFound(request.params.id);
+      await audit('deleted', request.params.id);
       return reply.code(204).send();
     });
   };

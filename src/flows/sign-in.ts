@@ -5,6 +5,7 @@ import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, O
 import type { EventContext, Events } from '../events/emitter.js';
 import type { SignInChanges, SignInWatch } from '../events/sign-in-changes.js';
 import { redirectOrigin, redirectToClient } from '../oauth/redirect.js';
+import { scopeGrantsEmail } from '../oauth/scopes.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import { idText } from '../protocol/text.js';
 import type { AuthenticationFailure } from '../store/audit-log.js';
@@ -25,7 +26,7 @@ export const requestIdSchema = idText().describe('the authorization request id f
 
 /** What the sign-in flow uses: its settings, the store slices it reads and writes, the events it emits. */
 export interface SignInDeps {
-  config: Pick<Config, 'issuer' | 'ttl'>;
+  config: Pick<Config, 'issuer' | 'ttl' | 'owners'>;
   store: Pick<Store, 'signIns' | 'agents' | 'agentKeys' | 'auditLog'>;
   events: Events;
   /** For the long poll of check-status. */
@@ -104,6 +105,19 @@ export async function authenticate(deps: SignInDeps, proof: AgentProof, context:
 
   const credentialFailure = await checkCredential(deps, proof);
   if (credentialFailure) throw await refuse(credentialFailure, new InvalidCredentials());
+
+  // REQUIRE_VERIFIED_EMAIL: an owner who never proved the mailbox is not shared as its owner. The
+  // request stays pending, so the agent may try again once the owner has used a sign-in link.
+  if (deps.config.owners.requireVerifiedEmail && !(await store.agents.getWithSecret(agentId))?.email_verified) {
+    const target = await store.signIns.getDetails(requestId);
+    if (target) noticeExpiry(deps, target, context);
+    if (target && scopeGrantsEmail(target.scope)) {
+      throw await refuse(
+        'email_not_verified',
+        new AccessDenied('the owner of this agent has not verified their email; they can at /account', 403, 'email_not_verified'),
+      );
+    }
+  }
 
   // Checked before anything changes: a sign-in for another website stays untouched. A request's
   // redirect URI never changes, so reading it first leaves no gap.

@@ -16,6 +16,7 @@ export interface SignIn {
   auth_time: number | null;
   nonce: string | null;
   email: string;
+  email_verified: boolean;
   /** The website's registered id_token_signed_response_alg, null for the server's default. */
   id_token_signed_response_alg: SigningAlg | null;
 }
@@ -31,8 +32,8 @@ function atHash(alg: SigningAlg, accessToken: string): string {
 
 /**
  * The ID token of a code exchange whose scope holds `openid`. The email goes wherever /userinfo
- * would share it; email_verified is false because nobody proved the user controls that mailbox:
- * the operator typed it in when registering the agent (docs/interop.md).
+ * would share it; email_verified is true only once the owner has used a sign-in link sent to that
+ * address (src/owners/email-link.ts): an address an operator typed in proves nothing (docs/interop.md).
  */
 export async function signIdToken(keys: SigningKeys, config: Pick<Config, 'issuer' | 'ttl'>, signIn: SignIn, accessToken: string): Promise<string> {
   const { kid, alg, key } = await keys.current(signIn.id_token_signed_response_alg ?? keys.defaultAlg);
@@ -49,7 +50,7 @@ export async function signIdToken(keys: SigningKeys, config: Pick<Config, 'issue
     ...(signIn.nonce === null ? {} : { nonce: signIn.nonce }),
     at_hash: atHash(alg, accessToken),
     sid: signIn.grant_id,
-    ...(scopeGrantsEmail(signIn.scope) ? { email: signIn.email, email_verified: false } : {}),
+    ...(scopeGrantsEmail(signIn.scope) ? { email: signIn.email, email_verified: signIn.email_verified } : {}),
     model: signIn.model,
   };
   return new SignJWT(claims).setProtectedHeader({ alg, kid, typ: 'JWT' }).sign(key);

@@ -16,6 +16,8 @@ export interface Agent {
 export interface AgentWithSecretHash extends Agent {
   secret_hash: string;
   user_id: string;
+  /** Whether the owner has proved the email (migrations/020). */
+  email_verified: boolean;
 }
 
 const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at
@@ -53,7 +55,8 @@ export function createAgentStore(db: Db) {
     /** For agent authentication: includes the secret hash, never leaves the server. */
     async getWithSecret(id: string): Promise<AgentWithSecretHash | undefined> {
       const { rows } = await db.query<AgentWithSecretHash>(
-        `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at, a.secret_hash, a.user_id
+        `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at, a.secret_hash, a.user_id,
+           u.email_verified_at IS NOT NULL AS email_verified
          FROM agents a JOIN users u ON u.id = a.user_id WHERE a.id = $1`,
         [id],
       );

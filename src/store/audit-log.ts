@@ -12,6 +12,18 @@ export const AUDIT_EVENTS = [
   'refreshed',
   'reuse_detected',
   'revoked',
+  // Actions of an operator (actor admin) or an owner (actor owner) on the records they manage.
+  'agent_created',
+  'agent_updated',
+  'agent_secret_rotated',
+  'agent_deleted',
+  'client_created',
+  'client_updated',
+  'client_secret_rotated',
+  'client_deleted',
+  'owner_signed_in',
+  'owner_settings_changed',
+  'owner_email_changed',
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 
@@ -40,7 +52,8 @@ export type AuthenticationFailure =
   | 'request_denied'
   | 'request_taken'
   | 'login_hint_mismatch'
-  | 'wrong_website';
+  | 'wrong_website'
+  | 'email_not_verified';
 
 export interface AuditRecord {
   id: number;
@@ -55,11 +68,27 @@ export interface AuditRecord {
   model: string | null;
   reason: string | null;
   detail: Record<string, unknown> | null;
+  /** Who acted: an operator (`admin`), an owner (`owner`); null for what agents, websites and the server do. */
+  actor: 'admin' | 'owner' | null;
+}
+
+/** An action of an operator or an owner, for the audit log. */
+export interface AuditAction {
+  actor: 'admin' | 'owner';
+  event: AuditEvent;
+  /** The owner concerned; looked up from the agent when not given. */
+  userId?: string | null;
+  agentId?: string | null;
+  clientId?: string | null;
+  /** Which fields changed, never their secret values. */
+  detail?: Record<string, unknown>;
 }
 
 export interface AuditFilter {
   agentId?: string;
   email?: string;
+  /** The owner's own rows (the portal's history). */
+  userId?: string;
   clientId?: string;
   requestId?: string;
   event?: AuditEvent;
@@ -91,6 +120,14 @@ export function createAuditLogStore(db: Db) {
       );
     },
 
+    async recordAction(action: AuditAction): Promise<void> {
+      await db.query(
+        `INSERT INTO audit_events (event, actor, user_id, agent_id, client_id, detail)
+         VALUES ($1, $2, coalesce($3, (SELECT user_id FROM agents WHERE id = $4)), $4, $5, $6)`,
+        [action.event, action.actor, action.userId ?? null, action.agentId ?? null, action.clientId ?? null, action.detail ?? null],
+      );
+    },
+
     /** Newest first; every filter is optional and they combine with AND. */
     async list(filter: AuditFilter): Promise<AuditRecord[]> {
       const params: unknown[] = [];
@@ -102,6 +139,7 @@ export function createAuditLogStore(db: Db) {
       };
       add(filter.agentId, (p) => `e.agent_id = ${p}`);
       add(filter.email, (p) => `e.user_id = (SELECT id FROM users WHERE lower(email) = lower(${p}))`);
+      add(filter.userId, (p) => `e.user_id = ${p}`);
       add(filter.clientId, (p) => `e.client_id = ${p}`);
       add(filter.requestId, (p) => `e.request_id = ${p}`);
       add(filter.event, (p) => `e.event = ${p}`);
@@ -111,7 +149,7 @@ export function createAuditLogStore(db: Db) {
       params.push(filter.limit);
       const { rows } = await db.query<AuditRecord>(
         `SELECT e.id, e.at, e.event, e.request_id, e.agent_id, e.user_id, u.email, e.client_id, e.grant_id, e.model,
-           e.reason, e.detail
+           e.reason, e.detail, e.actor
          FROM audit_events e LEFT JOIN users u ON u.id = e.user_id
          ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
          ORDER BY e.id DESC LIMIT $${params.length}`,

@@ -30,20 +30,40 @@ export interface ClientAgent {
   last_active_at: Date;
 }
 
-export type RevocationLevel = 'grant' | 'agent' | 'user' | 'client';
+/** The admin API's and console's levels, and the owner's: one website of an agent, or all their agents. */
+export type RevocationLevel = 'grant' | 'agent' | 'user' | 'client' | 'website' | 'owner';
 
-// Who is revoked at each level (found by the id, or the email for a user), which grants are theirs,
-// and which sign-ins in flight (requests and unspent codes, both have agent_id and client_id) are.
-const LEVELS: Record<RevocationLevel, { owner: string; column: string; inFlight?: string }> = {
-  grant: { owner: `SELECT id FROM grants WHERE id = $1`, column: 'id' },
-  agent: { owner: `SELECT id FROM agents WHERE id = $1`, column: 'agent_id', inFlight: `agent_id IN (SELECT id FROM owner)` },
+// Who is revoked at each level (found by the keys: an id, the email for a user, the agent and client
+// ids for a website), which of their grants end, and which sign-ins in flight (requests and unspent
+// codes, both have agent_id and client_id) end with them.
+const LEVELS: Record<RevocationLevel, { owner: string; which: string; inFlight?: string }> = {
+  grant: { owner: `SELECT id FROM grants WHERE id = $1`, which: 'id IN (SELECT id FROM owner)' },
+  agent: {
+    owner: `SELECT id FROM agents WHERE id = $1`,
+    which: 'agent_id IN (SELECT id FROM owner)',
+    inFlight: `agent_id IN (SELECT id FROM owner)`,
+  },
   user: {
     owner: `SELECT id FROM users WHERE lower(email) = lower($1)`,
-    column: 'user_id',
+    which: 'user_id IN (SELECT id FROM owner)',
     inFlight: `agent_id IN (SELECT a.id FROM agents a JOIN owner ON owner.id = a.user_id)`,
   },
   // A website's requests end whether or not an agent has come yet.
-  client: { owner: `SELECT id FROM clients WHERE id = $1`, column: 'client_id', inFlight: `client_id IN (SELECT id FROM owner)` },
+  client: {
+    owner: `SELECT id FROM clients WHERE id = $1`,
+    which: 'client_id IN (SELECT id FROM owner)',
+    inFlight: `client_id IN (SELECT id FROM owner)`,
+  },
+  website: {
+    owner: `SELECT id FROM agents WHERE id = $1`,
+    which: 'agent_id IN (SELECT id FROM owner) AND client_id = $2',
+    inFlight: `agent_id IN (SELECT id FROM owner) AND client_id = $2`,
+  },
+  owner: {
+    owner: `SELECT id FROM users WHERE id = $1`,
+    which: 'user_id IN (SELECT id FROM owner)',
+    inFlight: `agent_id IN (SELECT a.id FROM agents a JOIN owner ON owner.id = a.user_id)`,
+  },
 };
 
 const GRANT_ROWS = `SELECT g.id AS grant_id, g.agent_id, u.email, g.client_id, c.name AS client_name, g.scope, g.model, g.created_at,
@@ -107,28 +127,29 @@ export function createGrantAdminStore(db: Db) {
      * a token after: open requests are denied (access_denied) and unspent codes spent. One
      * transaction, in the order a sign-in moves (request, code, grant): each statement reads what
      * the one before let through, so a sign-in that moves on meanwhile is caught a step further.
-     * Returns the grants it revoked; undefined when the grant, agent, user (by email) or client
+     * `reason` is grants.revoked_reason: `admin_<level>` or `owner_<level>` (who asked, migrations/021).
+     * Returns the grants it revoked; undefined when the grant, agent, user (by email or id) or client
      * does not exist.
      */
-    async revoke(level: RevocationLevel, key: string): Promise<EndedGrant[] | undefined> {
-      const { owner, column, inFlight } = LEVELS[level];
+    async revoke(level: RevocationLevel, keys: string[], reason: string): Promise<EndedGrant[] | undefined> {
+      const { owner, which, inFlight } = LEVELS[level];
       return db.transaction(async (tx) => {
-        const { rows } = await tx.query<{ found: boolean }>(`WITH owner AS (${owner}) SELECT EXISTS (SELECT 1 FROM owner) AS found`, [key]);
+        const { rows } = await tx.query<{ found: boolean }>(`WITH owner AS (${owner}) SELECT EXISTS (SELECT 1 FROM owner) AS found`, [keys[0]]);
         if (!rows[0].found) return undefined;
         if (inFlight) {
           await tx.query(
             `WITH owner AS (${owner})
              UPDATE auth_requests SET status = 'error', error = 'access_denied', completed_at = now()
              WHERE status IN ('pending', 'authenticated') AND expires_at > now() AND ${inFlight}`,
-            [key],
+            keys,
           );
           await tx.query(
             `WITH owner AS (${owner})
              UPDATE auth_codes SET used_at = now() WHERE used_at IS NULL AND expires_at > now() AND ${inFlight}`,
-            [key],
+            keys,
           );
         }
-        return endGrants(tx, { with: `owner AS (${owner})`, which: `${column} IN (SELECT id FROM owner)`, params: [key], reason: `admin_${level}` });
+        return endGrants(tx, { with: `owner AS (${owner})`, which, params: keys, reason });
       });
     },
   };

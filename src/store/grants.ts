@@ -39,6 +39,8 @@ export interface RedeemedCode {
   auth_time: number | null;
   nonce: string | null;
   email: string;
+  /** A sign-in link sent to that email has been used since it was set (migrations/020). */
+  email_verified: boolean;
   /** The website's registered ID token algorithm (null: the server's default). */
   id_token_signed_response_alg: SigningAlg | null;
 }
@@ -221,7 +223,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
          )
          SELECT s.agent_id, s.scope, s.model, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
            s.grant_id IS NOT NULL AS issued,
-           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email, c.id_token_signed_response_alg
+           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email, c.id_token_signed_response_alg,
+           u.email_verified_at IS NOT NULL AS email_verified
          FROM spent s JOIN users u ON u.id = s.user_id JOIN clients c ON c.id = s.client_id LEFT JOIN auth_requests r ON r.id = s.request_id`,
         [
           input.codeHash,

@@ -4,10 +4,14 @@ import { createAgentStore } from './agents.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
+import { createEmailLinkStore } from './email-links.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
 import { createLogoutDeliveryStore } from './logout-deliveries.js';
 import { createMaintenanceStore } from './maintenance.js';
+import { createOwnerAgentStore } from './owner-agents.js';
+import { createOwnerSessionStore } from './owner-sessions.js';
+import { createOwnerStore } from './owners.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
 
@@ -24,6 +28,10 @@ export function createStore(db: Db, grantCache: StoreCache) {
     maintenance: createMaintenanceStore(db),
     serverKeys: createServerKeyStore(db),
     consoleSessions: createConsoleSessionStore(db),
+    owners: createOwnerStore(db),
+    ownerAgents: createOwnerAgentStore(db),
+    ownerSessions: createOwnerSessionStore(db),
+    emailLinks: createEmailLinkStore(db),
     logoutDeliveries: createLogoutDeliveryStore(db),
   };
 }

@@ -34,17 +34,19 @@ export async function revokeReused(deps: RevocationDeps, kind: 'code' | 'refresh
 }
 
 /**
- * Every grant at one level (a grant, an agent, a user by email, a website) and the sign-ins in
- * flight there (src/store/grant-admin.ts); undefined when there is no such grant, agent, user or
- * website. The admin API and the console revoke through here.
+ * Every grant at one level (a grant, an agent, a user by email, a website; an agent's grants with one
+ * website, all of an owner's) and the sign-ins in flight there (src/store/grant-admin.ts); undefined
+ * when there is no such grant, agent, user or website. The admin API, the console (`by` admin) and
+ * the owners (`by` owner) revoke through here.
  */
 export async function revokeAtLevel(
   deps: RevocationDeps<'grantAdmin'>,
   level: RevocationLevel,
-  key: string,
+  keys: string | string[],
   context: EventContext,
+  by: 'admin' | 'owner' = 'admin',
 ): Promise<EndedGrant[] | undefined> {
-  const ended = await deps.store.grantAdmin.revoke(level, key);
+  const ended = await deps.store.grantAdmin.revoke(level, [keys].flat(), `${by}_${level}`);
   return ended && announceEnded(deps.events, ended, context);
 }
 

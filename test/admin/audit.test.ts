@@ -250,20 +250,21 @@ describe(`audit log (${storeName})`, () => {
         const { code, verifier } = await signInToCode(server, { client, agent });
         await exchangeCode(server, client, code, verifier);
       }
-      // each sign-in: agent_authenticated, completed, token_issued carry the agent
+      // the operator's agent_created (actor admin), then per sign-in: agent_authenticated, completed, token_issued
       const all = (await audit({ agent_id: agent.agent_id, limit: 200 })).events;
-      expect(all).toHaveLength(9);
+      expect(all).toHaveLength(10);
+      expect(all.at(-1)).toMatchObject({ event: 'agent_created', actor: 'admin' });
       expect(all.every((e) => e.agent_id === agent.agent_id)).toBe(true);
       expect(all.map((e) => e.id)).toEqual([...all.map((e) => e.id)].sort((a, b) => b - a));
 
       const byEmail = (await audit({ email: agent.email.toUpperCase(), limit: 200 })).events;
       expect(byEmail.map((e) => e.id)).toEqual(all.map((e) => e.id));
       const byClient = (await audit({ client_id: client.client_id, limit: 200 })).events;
-      expect(byClient).toHaveLength(12); // plus the three authorize_started
+      expect(byClient).toHaveLength(13); // plus the three authorize_started and the operator's client_created
       const issued = (await audit({ client_id: client.client_id, event: 'token_issued' })).events;
       expect(issued).toHaveLength(3);
 
-      // pages of 4, 4 and 1, without overlap, in the same order as one page
+      // pages of 4, 4 and 2, without overlap, in the same order as one page
       const pages: AuditRow[][] = [];
       let cursor: string | null = null;
       do {
@@ -275,7 +276,7 @@ describe(`audit log (${storeName})`, () => {
         pages.push(page.events);
         cursor = page.next_cursor;
       } while (cursor);
-      expect(pages.map((p) => p.length)).toEqual([4, 4, 1]);
+      expect(pages.map((p) => p.length)).toEqual([4, 4, 2]);
       expect(pages.flat().map((e) => e.id)).toEqual(all.map((e) => e.id));
 
       // time range: from is inclusive, to exclusive
@@ -285,7 +286,7 @@ describe(`audit log (${storeName})`, () => {
       expect(recent.length).toBeGreaterThanOrEqual(1);
       expect(recent.every((e) => e.at >= newest.at)).toBe(true);
       expect((await audit({ agent_id: agent.agent_id, to: oldest.at })).events).toEqual([]);
-      expect((await audit({ agent_id: agent.agent_id, from: '2000-01-01', to: '2999-01-01', limit: 200 })).events).toHaveLength(9);
+      expect((await audit({ agent_id: agent.agent_id, from: '2000-01-01', to: '2999-01-01', limit: 200 })).events).toHaveLength(10);
       expect((await audit({ agent_id: agent.agent_id, from: '2999-01-01' })).events).toEqual([]);
       expect(await audit({ agent_id: 'agent_never_seen' })).toEqual({ events: [], next_cursor: null });
     });

@@ -1,0 +1,76 @@
+import type { Config } from '../config.js';
+import { Forbidden, NotFound } from '../errors.js';
+import type { EventContext, Events } from '../events/emitter.js';
+import { redirectOrigin } from '../oauth/redirect.js';
+import type { Store } from '../store/index.js';
+import type { ApprovalPolicy } from '../store/owners.js';
+import { agentRecords, revokeAtLevel } from '../tokens/revocation.js';
+
+export interface OwnerAgentDeps {
+  config: Pick<Config, 'owners'>;
+  store: Pick<Store, 'ownerAgents' | 'auditLog' | 'grantAdmin' | 'agents'>;
+  events: Events;
+}
+
+// Another owner's agent is answered exactly like one that does not exist.
+const noSuchAgent = (agentId: string) => new NotFound(`no agent with id ${agentId}`);
+
+/** The owner's agents, each with the websites it holds a live grant with. */
+export async function listAgents(deps: Pick<OwnerAgentDeps, 'store'>, userId: string) {
+  const [agents, websites] = await Promise.all([deps.store.ownerAgents.list(userId), deps.store.ownerAgents.websites(userId)]);
+  return agents.map((agent) => ({
+    ...agent,
+    websites: websites
+      .filter((w) => w.agent_id === agent.agent_id)
+      .map(({ redirect_uri, ...w }) => ({ ...w, redirect_origin: redirectOrigin(redirect_uri) })),
+  }));
+}
+
+/** A new agent of the owner; its secret is in the answer and nowhere else. Off with OWNER_AGENT_CREATION=false. */
+export async function createAgent(deps: OwnerAgentDeps, userId: string, name: string | null) {
+  if (!deps.config.owners.agentCreation) throw new Forbidden('only the operators create agents on this server');
+  const agent = await deps.store.ownerAgents.create(userId, name);
+  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_created', userId, agentId: agent.agent_id });
+  return { ...agent, websites: [] };
+}
+
+export async function updateAgent(
+  deps: OwnerAgentDeps,
+  userId: string,
+  agentId: string,
+  patch: { name?: string | null; active?: boolean; approval_policy?: ApprovalPolicy | null },
+  context: EventContext,
+) {
+  if (!(await deps.store.ownerAgents.get(userId, agentId))) throw noSuchAgent(agentId);
+  // Name and status as the operators change them: a deactivation ends the agent's grants (grant.ended).
+  const { approval_policy: approvalPolicy, ...record } = patch;
+  if (Object.keys(record).length > 0) await agentRecords(deps, context).update(agentId, record);
+  const agent = await deps.store.ownerAgents.update(userId, agentId, approvalPolicy === undefined ? {} : { approval_policy: approvalPolicy });
+  if (!agent) throw noSuchAgent(agentId);
+  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_updated', userId, agentId, detail: { fields: Object.keys(patch) } });
+  return agent;
+}
+
+export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, agentId: string) {
+  const agent = await deps.store.ownerAgents.rotateSecret(userId, agentId);
+  if (!agent) throw noSuchAgent(agentId);
+  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_secret_rotated', userId, agentId });
+  return agent;
+}
+
+/** Deleting an agent ends its grants (grant.ended) and takes its sign-ins along, as when an operator does it. */
+export async function deleteAgent(deps: OwnerAgentDeps, userId: string, agentId: string, context: EventContext) {
+  if (!(await deps.store.ownerAgents.get(userId, agentId)) || !(await agentRecords(deps, context).remove(agentId))) throw noSuchAgent(agentId);
+  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_deleted', userId, agentId });
+}
+
+/** Ends the agent's grants with one website, and its sign-ins there in flight, on every instance at once. */
+export async function revokeWebsite(deps: OwnerAgentDeps, userId: string, agentId: string, clientId: string, context: EventContext) {
+  if (!(await deps.store.ownerAgents.get(userId, agentId))) throw noSuchAgent(agentId);
+  await revokeAtLevel(deps, 'website', [agentId, clientId], context, 'owner');
+}
+
+/** The owner's kill switch: every grant and every sign-in in flight of all their agents ends. */
+export async function revokeAll(deps: OwnerAgentDeps, userId: string, context: EventContext) {
+  await revokeAtLevel(deps, 'owner', userId, context, 'owner');
+}

@@ -1,0 +1,102 @@
+import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
+import type { Db } from '../db/types.js';
+import type { ApprovalPolicy } from './owners.js';
+
+/** One of an owner's agents, as they see it. */
+export interface OwnerAgent {
+  agent_id: string;
+  name: string | null;
+  active: boolean;
+  created_at: Date;
+  /** NULL: the owner's own policy. */
+  approval_policy: ApprovalPolicy | null;
+}
+
+/** A website an agent holds a live grant with: its newest sign-in there, and its first. */
+export interface OwnerWebsite {
+  agent_id: string;
+  client_id: string;
+  client_name: string;
+  /** The website's first redirect URI, whose origin is shown. */
+  redirect_uri: string;
+  scope: string;
+  first_sign_in_at: Date;
+  last_sign_in_at: Date;
+  last_model: string;
+}
+
+const AGENT = `id AS agent_id, name, active, created_at, approval_policy`;
+
+/**
+ * An owner's agents (migrations/001, 020). Every statement names the owner: an agent of another owner
+ * is not found, exactly like one that does not exist.
+ */
+export function createOwnerAgentStore(db: Db) {
+  return {
+    async list(userId: string): Promise<OwnerAgent[]> {
+      const { rows } = await db.query<OwnerAgent>(`SELECT ${AGENT} FROM agents WHERE user_id = $1 ORDER BY created_at, id`, [userId]);
+      return rows;
+    },
+
+    async get(userId: string, agentId: string): Promise<OwnerAgent | undefined> {
+      const { rows } = await db.query<OwnerAgent>(`SELECT ${AGENT} FROM agents WHERE id = $1 AND user_id = $2`, [agentId, userId]);
+      return rows[0];
+    },
+
+    /** The websites each of the owner's agents holds a live grant with (of an inactive agent too: they revive with it). */
+    async websites(userId: string): Promise<OwnerWebsite[]> {
+      const { rows } = await db.query<OwnerWebsite>(
+        `SELECT DISTINCT ON (g.agent_id, g.client_id) g.agent_id, g.client_id, c.name AS client_name,
+           c.redirect_uris[1] AS redirect_uri, g.scope, g.created_at AS last_sign_in_at, g.model AS last_model,
+           (SELECT min(f.created_at) FROM grants f WHERE f.agent_id = g.agent_id AND f.client_id = g.client_id) AS first_sign_in_at
+         FROM grants g JOIN agents a ON a.id = g.agent_id JOIN clients c ON c.id = g.client_id
+         WHERE a.user_id = $1 AND g.revoked_at IS NULL AND g.expires_at > now() AND c.active
+         ORDER BY g.agent_id, g.client_id, g.created_at DESC`,
+        [userId],
+      );
+      return rows;
+    },
+
+    async create(userId: string, name: string | null): Promise<OwnerAgent & { agent_secret: string }> {
+      const agentSecret = generateSecret('aa_as');
+      const { rows } = await db.query<OwnerAgent>(`INSERT INTO agents (id, user_id, name, secret_hash) VALUES ($1, $2, $3, $4) RETURNING ${AGENT}`, [
+        generateId('agent'),
+        userId,
+        name,
+        sha256(agentSecret),
+      ]);
+      return { ...rows[0], agent_secret: agentSecret };
+    },
+
+    async update(
+      userId: string,
+      agentId: string,
+      patch: { name?: string | null; active?: boolean; approval_policy?: ApprovalPolicy | null },
+    ): Promise<OwnerAgent | undefined> {
+      const { rows } = await db.query<OwnerAgent>(
+        `UPDATE agents SET name = CASE WHEN $3 THEN $4 ELSE name END, active = coalesce($5, active),
+           approval_policy = CASE WHEN $6 THEN $7 ELSE approval_policy END, updated_at = now()
+         WHERE id = $1 AND user_id = $2 RETURNING ${AGENT}`,
+        [
+          agentId,
+          userId,
+          patch.name !== undefined,
+          patch.name ?? null,
+          patch.active ?? null,
+          patch.approval_policy !== undefined,
+          patch.approval_policy ?? null,
+        ],
+      );
+      return rows[0];
+    },
+
+    async rotateSecret(userId: string, agentId: string): Promise<(OwnerAgent & { agent_secret: string }) | undefined> {
+      const agentSecret = generateSecret('aa_as');
+      const { rows } = await db.query<OwnerAgent>(
+        `UPDATE agents SET secret_hash = $3, updated_at = now() WHERE id = $1 AND user_id = $2 RETURNING ${AGENT}`,
+        [agentId, userId, sha256(agentSecret)],
+      );
+      return rows[0] && { ...rows[0], agent_secret: agentSecret };
+    },
+  };
+}

@@ -1,0 +1,276 @@
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exchangeCode, issueTokens, refresh, userinfo } from '../helpers/codes.js';
+import { storeName } from '../helpers/database.js';
+import { agentAuthenticate, signInToCode, startAuthorize } from '../helpers/flow.js';
+import { signInOwner } from '../helpers/owner.js';
+import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
+import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+
+const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
+type Owner = Awaited<ReturnType<typeof signInOwner>>;
+
+describe(`owners control their agents (${storeName})`, () => {
+  let smtp: TestSmtp;
+  let server: TestServer;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    server = await startTestServer({ SMTP_URL: smtp.url, ID_TOKEN_SIGNING_ALG: 'ES256' });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await smtp?.close();
+  });
+
+  /** An owner with an agent they created, signed in at two websites. */
+  async function ownerWithSignIns(owner: Owner, email: string) {
+    const created = await owner.call('POST', '/account/api/agents', { name: 'Shopping agent' });
+    expect(created.statusCode).toBe(201);
+    const agent = { ...created.json(), email };
+    const shop = await server.createClient(['https://shop.example/callback']);
+    const news = await server.createClient(['https://news.example/cb']);
+    const atShop = await issueTokens(server, { client: shop, agent });
+    const atNews = await issueTokens(server, { client: news, agent });
+    return { agent, shop, news, atShop, atNews };
+  }
+
+  it('lists, creates (secret once), changes, rotates and deletes the owner’s agents', async () => {
+    const email = fresh();
+    const owner = await signInOwner(server.app, smtp, email);
+    expect((await owner.call('GET', '/account/api/agents')).json()).toEqual({ agents: [] });
+    const { agent, shop, news } = await ownerWithSignIns(owner, email);
+    expect(agent.agent_secret).toMatch(/^aa_as_/);
+
+    const listed = (await owner.call('GET', '/account/api/agents')).json().agents;
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).not.toHaveProperty('agent_secret');
+    expect(listed[0]).toMatchObject({ agent_id: agent.agent_id, name: 'Shopping agent', active: true, approval_policy: null });
+    expect(listed[0].websites.map((w: { client_id: string }) => w.client_id).sort()).toEqual([shop.client_id, news.client_id].sort());
+    const atShop = listed[0].websites.find((w: { client_id: string }) => w.client_id === shop.client_id);
+    expect(atShop).toMatchObject({
+      client_name: 'Shop',
+      redirect_origin: 'https://shop.example',
+      scope: expect.any(String),
+      last_model: 'test-model-1',
+    });
+    expect(Date.parse(atShop.first_sign_in_at)).toBeLessThanOrEqual(Date.parse(atShop.last_sign_in_at));
+
+    const patched = await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { name: 'Renamed', approval_policy: 'always' });
+    expect(patched.json()).toMatchObject({ name: 'Renamed', approval_policy: 'always', active: true });
+    expect(patched.json().websites).toHaveLength(2);
+    expect((await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { approval_policy: null })).json().approval_policy).toBeNull();
+
+    const rotated = await owner.call('POST', `/account/api/agents/${agent.agent_id}/secret`);
+    expect(rotated.statusCode).toBe(200);
+    expect(rotated.json().agent_secret).not.toBe(agent.agent_secret);
+    const started = await startAuthorize(server, shop);
+    expect(
+      (await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })).statusCode,
+    ).toBe(401);
+    expect(
+      (await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: rotated.json().agent_secret }))
+        .statusCode,
+    ).toBe(200);
+
+    for (const bad of [{}, { name: 5 }, { active: 'no' }, { approval_policy: 'sometimes' }, { secret: 'x' }]) {
+      const res = await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, bad);
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toBe('invalid_request');
+    }
+    expect((await owner.call('POST', '/account/api/agents', { name: 'x', email: 'other@example.com' })).statusCode).toBe(400);
+
+    expect((await owner.call('DELETE', `/account/api/agents/${agent.agent_id}`)).statusCode).toBe(204);
+    expect((await owner.call('GET', '/account/api/agents')).json()).toEqual({ agents: [] });
+    expect((await owner.call('DELETE', `/account/api/agents/${agent.agent_id}`)).statusCode).toBe(404);
+
+    // Every action is in the audit log as the owner's.
+    const audit = (await server.adminCall('GET', `/admin/audit?email=${encodeURIComponent(email)}&limit=200`)).json.events;
+    const actions = audit.filter((e: { actor: string | null }) => e.actor === 'owner').map((e: { event: string }) => e.event);
+    expect(actions).toEqual(expect.arrayContaining(['owner_signed_in', 'agent_created', 'agent_updated', 'agent_secret_rotated', 'agent_deleted']));
+  });
+
+  it('answers another owner’s agent as if it did not exist, and every call without a session with 401', async () => {
+    const aliceEmail = fresh();
+    const alice = await signInOwner(server.app, smtp, aliceEmail);
+    const mallory = await signInOwner(server.app, smtp, fresh());
+    const { agent, shop } = await ownerWithSignIns(alice, aliceEmail);
+    const unknown = 'agent_doesnotexist';
+    const calls: [method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: (id: string) => string, body?: unknown][] = [
+      ['PATCH', (id) => `/account/api/agents/${id}`, { active: false }],
+      ['POST', (id) => `/account/api/agents/${id}/secret`],
+      ['DELETE', (id) => `/account/api/agents/${id}/websites/${shop.client_id}`],
+      ['DELETE', (id) => `/account/api/agents/${id}`],
+    ];
+    for (const [method, path, body] of calls) {
+      const foreign = await mallory.call(method, path(agent.agent_id), body);
+      const missing = await mallory.call(method, path(unknown), body);
+      expect(foreign.statusCode, `${method} ${path('…')}`).toBe(404);
+      expect(foreign.json()).toEqual({ error: 'not_found', error_description: `no agent with id ${agent.agent_id}` });
+      expect(missing.json()).toEqual({ error: 'not_found', error_description: `no agent with id ${unknown}` });
+      const anonymous = await server.app.inject({
+        method,
+        url: path(agent.agent_id),
+        headers: { 'content-type': 'application/json' },
+        payload: JSON.stringify(body ?? {}),
+      });
+      expect(anonymous.statusCode).toBe(401);
+      expect(anonymous.json().error).toBe('login_required');
+    }
+    for (const [method, url] of [
+      ['GET', '/account/api/agents'],
+      ['POST', '/account/api/agents'],
+      ['POST', '/account/api/revoke-all'],
+    ] as const) {
+      expect((await server.app.inject({ method, url, headers: { 'content-type': 'application/json' }, payload: '{}' })).statusCode).toBe(401);
+    }
+    // Mallory's kill switch leaves Alice's agent alone; Alice's agent is untouched throughout.
+    expect((await mallory.call('POST', '/account/api/revoke-all')).statusCode).toBe(204);
+    expect((await alice.call('GET', '/account/api/agents')).json().agents[0]).toMatchObject({ agent_id: agent.agent_id, active: true });
+    expect((await alice.call('GET', '/account/api/agents')).json().agents[0].websites).toHaveLength(2);
+  });
+
+  it('revokes one website at once on every instance, while the other keeps working', async () => {
+    const email = fresh();
+    const owner = await signInOwner(server.app, smtp, email);
+    const { agent, shop, news, atShop, atNews } = await ownerWithSignIns(owner, email);
+    const other = await startSecondInstance(server);
+    try {
+      expect((await userinfo(other, atShop.access_token)).statusCode).toBe(200);
+      const revoked = await owner.call('DELETE', `/account/api/agents/${agent.agent_id}/websites/${shop.client_id}`);
+      expect(revoked.statusCode).toBe(204);
+      expect((await userinfo(server, atShop.access_token)).statusCode).toBe(401);
+      expect((await userinfo(other, atShop.access_token)).statusCode).toBe(401);
+      expect((await refresh(server, shop, atShop.refresh_token)).statusCode).toBe(400);
+      expect((await userinfo(other, atNews.access_token)).statusCode).toBe(200);
+      expect((await refresh(server, news, atNews.refresh_token)).statusCode).toBe(200);
+      const websites = (await owner.call('GET', '/account/api/agents')).json().agents[0].websites;
+      expect(websites.map((w: { client_id: string }) => w.client_id)).toEqual([news.client_id]);
+      const audit = (await server.adminCall('GET', `/admin/audit?agent_id=${agent.agent_id}&event=revoked`)).json.events;
+      expect(audit[0]).toMatchObject({ actor: 'owner', reason: 'owner_website', client_id: shop.client_id });
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('pulls the kill switch: every grant and every sign-in in flight of every agent ends', async () => {
+    const email = fresh();
+    const owner = await signInOwner(server.app, smtp, email);
+    const { agent, shop, atShop, atNews } = await ownerWithSignIns(owner, email);
+    const second = { ...(await owner.call('POST', '/account/api/agents', { name: 'Second' })).json(), email };
+    const secondTokens = await issueTokens(server, { client: shop, agent: second });
+    // In flight: one authenticated, one with its code not yet exchanged.
+    const authenticated = await startAuthorize(server, shop);
+    await agentAuthenticate(server, { request_id: authenticated.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+    const withCode = await signInToCode(server, { client: shop, agent: second });
+
+    expect((await owner.call('POST', '/account/api/revoke-all')).statusCode).toBe(204);
+    for (const tokens of [atShop, atNews, secondTokens]) expect((await userinfo(server, tokens.access_token)).statusCode).toBe(401);
+    const status = await server.app.inject({ url: `/api/check-status?request_id=${authenticated.requestId}` });
+    expect(status.json()).toMatchObject({ status: 'error', error: 'access_denied' });
+    expect((await exchangeCode(server, shop, withCode.code, withCode.verifier)).statusCode).toBe(400);
+    const agents = (await owner.call('GET', '/account/api/agents')).json().agents;
+    expect(agents.flatMap((a: { websites: unknown[] }) => a.websites)).toEqual([]);
+    // The agents stay; they can sign in afresh.
+    expect(agents.every((a: { active: boolean }) => a.active)).toBe(true);
+  });
+
+  it('refuses agent creation with 403 forbidden when OWNER_AGENT_CREATION=false', async () => {
+    const locked = await startTestServer({ SMTP_URL: smtp.url, OWNER_AGENT_CREATION: 'false' });
+    try {
+      const owner = await signInOwner(locked.app, smtp, fresh());
+      const res = await owner.call('POST', '/account/api/agents', { name: 'Nope' });
+      expect(res.statusCode).toBe(403);
+      expect(res.json().error).toBe('forbidden');
+      expect((await owner.call('GET', '/account/api/agents')).json()).toEqual({ agents: [] });
+    } finally {
+      await locked.close();
+    }
+  });
+
+  it('puts the true email_verified in ID tokens; an operator’s email change unverifies it', async () => {
+    const agent = await server.createAgent();
+    const scope = 'openid email';
+    const before = await signInToCode(server, { agent, scope });
+    const unverified = decodeJwt((await exchangeCode(server, before.client, before.code, before.verifier)).json().id_token);
+    expect(unverified).toMatchObject({ email: agent.email, email_verified: false });
+
+    const owner = await signInOwner(server.app, smtp, agent.email);
+    const after = await signInToCode(server, { agent, client: before.client, scope });
+    const verified = decodeJwt((await exchangeCode(server, after.client, after.code, after.verifier)).json().id_token);
+    expect(verified).toMatchObject({ email: agent.email, email_verified: true });
+
+    const newEmail = fresh();
+    const changed = await server.adminCall('PATCH', `/admin/users?email=${encodeURIComponent(agent.email)}`, { email: newEmail });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.json).toEqual({ email: newEmail, email_verified: false });
+    expect((await owner.call('GET', '/account/api/me')).json()).toMatchObject({ email: newEmail, email_verified: false });
+    const moved = await signInToCode(server, { agent, client: before.client, scope });
+    expect(decodeJwt((await exchangeCode(server, moved.client, moved.code, moved.verifier)).json().id_token)).toMatchObject({
+      email: newEmail,
+      email_verified: false,
+    });
+
+    expect((await server.adminCall('PATCH', `/admin/users?email=nobody@example.com`, { email: fresh() })).statusCode).toBe(404);
+    const other = await server.createAgent();
+    const taken = await server.adminCall('PATCH', `/admin/users?email=${encodeURIComponent(newEmail)}`, { email: other.email });
+    expect(taken.statusCode).toBe(409);
+    const audit = (await server.adminCall('GET', `/admin/audit?email=${encodeURIComponent(newEmail)}&event=owner_email_changed`)).json.events;
+    expect(audit[0]).toMatchObject({ actor: 'admin' });
+  });
+
+  it('records operators’ changes as the admin’s', async () => {
+    const agent = await server.createAgent();
+    await server.adminCall('PATCH', `/admin/agents/${agent.agent_id}`, { name: 'x' });
+    await server.adminCall('POST', `/admin/agents/${agent.agent_id}/revoke-grants`);
+    const events = (await server.adminCall('GET', `/admin/audit?agent_id=${agent.agent_id}`)).json.events;
+    expect(events.map((e: { event: string; actor: string }) => [e.event, e.actor])).toEqual([
+      ['agent_updated', 'admin'],
+      ['agent_created', 'admin'],
+    ]);
+  });
+});
+
+describe(`REQUIRE_VERIFIED_EMAIL and notices (${storeName})`, () => {
+  let smtp: TestSmtp;
+  let server: TestServer;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    server = await startTestServer({ SMTP_URL: smtp.url, REQUIRE_VERIFIED_EMAIL: 'true' });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await smtp?.close();
+  });
+
+  it('refuses authenticate with 403 email_not_verified while the owner has not proved the mailbox', async () => {
+    const agent = await server.createAgent();
+    const client = await server.createClient();
+    const credentials = { agent_id: agent.agent_id, agent_secret: agent.agent_secret };
+    const withEmail = await startAuthorize(server, client, { scope: 'email' });
+    expect(withEmail.res.statusCode).toBe(200);
+    const refused = await agentAuthenticate(server, { request_id: withEmail.requestId, ...credentials });
+    expect(refused.statusCode).toBe(403);
+    expect(refused.json().error).toBe('email_not_verified');
+    await signInOwner(server.app, smtp, agent.email);
+    // The same request, now that the owner proved the mailbox.
+    expect((await agentAuthenticate(server, { request_id: withEmail.requestId, ...credentials })).statusCode).toBe(200);
+  });
+
+  it('mails the owner the first time an agent signs in to a website, once, unless turned off', async () => {
+    const email = fresh();
+    const owner = await signInOwner(server.app, smtp, email);
+    const agent = { ...(await owner.call('POST', '/account/api/agents', { name: 'Reader' })).json(), email };
+    const client = await server.createClient(['https://paper.example/cb']);
+    await issueTokens(server, { client, agent });
+    const notice = await smtp.next(email);
+    expect(notice.subject).toBe('Reader signed in to Shop');
+    expect(notice.text).toContain('https://paper.example');
+    expect(notice.text).toContain('test-model-1');
+    expect(notice.text).toContain('http://localhost:3000/account');
+    await issueTokens(server, { client, agent });
+    const other = await server.createClient(['https://other.example/cb']);
+    await owner.call('PATCH', '/account/api/me', { notify_new_website: false });
+    await issueTokens(server, { client: other, agent });
+    await expect(smtp.next(email, 500)).rejects.toThrow(/no mail/);
+  });
+});
