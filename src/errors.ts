@@ -158,3 +158,10 @@ export class RateLimited extends OAuthError {
     this.headers['retry-after'] = String(Math.max(1, retryAfterSeconds));
   }
 }
+
+/** Approving an agent's sign-in needs fresh proof that the owner is there (a passkey, or a recent email link). */
+export class FreshAuthenticationRequired extends OAuthError {
+  constructor(description: string) {
+    super('fresh_authentication_required', description, 403);
+  }
+}

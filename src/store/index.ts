@@ -1,11 +1,13 @@
 import type { Db } from '../db/types.js';
 import { createAgentStore } from './agents.js';
+import { createApprovalStore } from './approvals.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
 import { createMaintenanceStore } from './maintenance.js';
+import { createPasskeyStore } from './passkeys.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
 
@@ -21,6 +23,8 @@ export function createStore(db: Db, grantCache: StoreCache) {
     maintenance: createMaintenanceStore(db),
     serverKeys: createServerKeyStore(db),
     consoleSessions: createConsoleSessionStore(db),
+    passkeys: createPasskeyStore(db),
+    approvals: createApprovalStore(db),
   };
 }
 
