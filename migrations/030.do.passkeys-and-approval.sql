@@ -1,10 +1,5 @@
 -- Passkeys (WebAuthn credentials) of owners, and the owner's approval of their agents' sign-ins.
 
--- TEMPORARY until the owners' migration is merged (it adds these columns).
-ALTER TABLE users ADD COLUMN IF NOT EXISTS approval_policy text NOT NULL DEFAULT 'never'
-  CHECK (approval_policy IN ('never', 'new_website', 'always'));
-ALTER TABLE agents ADD COLUMN IF NOT EXISTS approval_policy text CHECK (approval_policy IN ('never', 'new_website', 'always'));
-
 -- One row per registered passkey. credential_id is the authenticator's id (base64url), unique
 -- across owners; public_key the COSE key; counter the last signature counter seen (0: the
 -- authenticator keeps none).

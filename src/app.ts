@@ -1,5 +1,6 @@
 import fastifyFormbody from '@fastify/formbody';
 import type { FastifyInstance } from 'fastify';
+import accountPlugin from './account/index.js';
 import { type AppOptions, createFastify } from './fastify.js';
 import browserBinding from './plugins/browser-binding.js';
 import errorHandler from './plugins/error-handler.js';
@@ -45,6 +46,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     await browser.register(authorizeCompleteRoute);
     await browser.register(authorizeDecisionRoute);
   });
+  // Owners: the portal and its API, with the owner session's cookie (src/account).
+  await app.register(accountPlugin);
   await app.register(agentAuthenticateRoute);
   await app.register(checkStatusRoute);
   await app.register(assetRoutes);

@@ -158,6 +158,50 @@ const envSchema = z.object({
         '`true`: the sign-in page asks the user to approve or deny each request instead of approving automatically.',
       ),
     ),
+  SMTP_URL: z
+    .url({ protocol: /^smtps?$/ })
+    .optional()
+    .meta(
+      about(
+        '`smtp://[user:pass@]host:port` or `smtps://…`: where mail to owners goes (sign-in links, notices); unset, messages go to the log.',
+        '`smtp://[user:pass@]host:port` (STARTTLS when the server offers it) or `smtps://…` (TLS from the start): the server that sends mail to owners, their sign-in links and notices. Unset: each message, links included, is written to the log instead, for development only; the start banner says so (see [Mail](#mail)).',
+      ),
+    ),
+  MAIL_FROM: z
+    .string()
+    .trim()
+    .min(3)
+    .max(320)
+    .optional()
+    .meta(
+      about('Sender of mail to owners.', 'The `From` of mail to owners, e.g. `Agent Auth <no-reply@auth.example.com>`.', {
+        shownDefault: "`$BRAND_NAME <no-reply@` the issuer's host `>`",
+      }),
+    ),
+  OWNER_SIGNUP: bool
+    .default(true)
+    .meta(
+      about(
+        '`false`: only addresses an operator registered (with an agent) may sign in to `/account`; `true`: any address becomes an owner when its sign-in link is used.',
+        '`true`: an address no one owns yet becomes an owner when its sign-in link is used. `false`: only owners that exist (an operator registered an agent for them) can sign in to `/account`; the answer to asking for a link is the same either way.',
+      ),
+    ),
+  OWNER_AGENT_CREATION: bool
+    .default(true)
+    .meta(
+      about(
+        '`false`: owners cannot create agents in `/account` (403 `forbidden`); operators still can.',
+        '`true`: owners create their own agents in `/account`. `false`: only operators do (admin API, console, CLI); the owner API answers 403 `forbidden`.',
+      ),
+    ),
+  REQUIRE_VERIFIED_EMAIL: bool
+    .default(false)
+    .meta(
+      about(
+        '`true`: an agent whose owner has not verified their email (by using a sign-in link) cannot sign in where the scope shares the email (403 `email_not_verified`).',
+        "`true`: when a sign-in's scope would share the owner's email, the agent's authenticate is refused with 403 `email_not_verified` until the owner has used a sign-in link sent to that address. `false`: the email is shared either way and ID tokens say whether it was verified (`email_verified`).",
+      ),
+    ),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
     .default('info')
@@ -280,6 +324,15 @@ const envSchema = z.object({
         'Failed calls to those endpoints (refused before the client authenticated) per client address per window.',
       ),
     ),
+  RATE_LIMIT_EMAIL_LINK_PER_IP: count.default(10).meta(about('Sign-in links asked for (`POST /account/email-link`) per client address per window.')),
+  RATE_LIMIT_EMAIL_LINK_PER_EMAIL: count
+    .default(5)
+    .meta(
+      about(
+        'Sign-in links sent to one address per hour, counted in the database (every instance).',
+        'Sign-in links sent to one email address per hour, counted in the database so that every instance shares the count. Past it, asking for another answers 429 with `Retry-After`; the links already sent still work.',
+      ),
+    ),
   RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: count.default(20).meta(about('Failed client authentications per client id and client address per window.')),
   BRAND_NAME: z
     .string()
@@ -357,6 +410,16 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     adminHost: e.ADMIN_HOST,
     adminToken: e.ADMIN_TOKEN,
     requireApproval: e.REQUIRE_APPROVAL,
+    mail: {
+      smtpUrl: e.SMTP_URL,
+      // An address object, so that any brand name is quoted as the header needs.
+      from: e.MAIL_FROM ?? { name: e.BRAND_NAME, address: `no-reply@${new URL(e.ISSUER ?? 'http://localhost').hostname}` },
+    },
+    owners: {
+      signup: e.OWNER_SIGNUP,
+      agentCreation: e.OWNER_AGENT_CREATION,
+      requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL,
+    },
     logLevel: e.LOG_LEVEL,
     purgeIntervalSeconds: e.PURGE_INTERVAL_SECONDS,
     refreshTokenReuseIntervalSeconds: e.REFRESH_TOKEN_REUSE_INTERVAL_SECONDS,
@@ -375,6 +438,8 @@ function settingsFrom(e: z.output<typeof envSchema>) {
       clientPerClient: e.RATE_LIMIT_CLIENT_PER_CLIENT,
       clientFailuresPerIp: e.RATE_LIMIT_CLIENT_FAILURES_PER_IP,
       clientFailuresPerClient: e.RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT,
+      emailLinkPerIp: e.RATE_LIMIT_EMAIL_LINK_PER_IP,
+      emailLinkPerEmail: e.RATE_LIMIT_EMAIL_LINK_PER_EMAIL,
     },
     brand: { name: e.BRAND_NAME, logoUrl: e.BRAND_LOGO_URL, logoFile: e.BRAND_LOGO_FILE, accentColor: e.BRAND_ACCENT_COLOR },
   };

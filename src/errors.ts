@@ -139,6 +139,20 @@ export class Unauthorized extends OAuthError {
   }
 }
 
+/** An owner API call without a live session (the portal's cookie, src/owners/sessions.ts). */
+export class LoginRequired extends OAuthError {
+  constructor() {
+    super('login_required', 'sign in at /account first: there is no live session', 401);
+  }
+}
+
+/** Refused whoever asks: switched off here, or not from this server's own pages. */
+export class Forbidden extends OAuthError {
+  constructor(description: string) {
+    super('forbidden', description, 403);
+  }
+}
+
 export class ServiceUnavailable extends OAuthError {
   constructor(description = 'the service is temporarily unavailable; try again shortly', retryAfterSeconds = 5) {
     super('temporarily_unavailable', description, 503);

@@ -31,6 +31,7 @@ async function main() {
       `  public       listening on ${server.url}`,
       `  admin API    listening on ${server.adminUrl}`,
       `  admin token  ${server.adminTokenSource}`,
+      `  mail         ${server.mail}`,
       '',
     ].join('\n'),
   );

@@ -16,6 +16,8 @@ export interface RunningServer {
   adminUrl: string;
   /** Where the admin token is: the ADMIN_TOKEN variable, the file it was read from or written to, or the first instance's. */
   adminTokenSource: string;
+  /** Where mail to owners goes: the SMTP server, or the log (SMTP_URL unset). */
+  mail: string;
   services: Services;
   close(): Promise<void>;
 }
@@ -45,6 +47,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       url,
       adminUrl,
       adminTokenSource: adminToken.source,
+      mail: services.mailer.describe(),
       services,
       async close() {
         // Pre-stop: not ready any more, still serving, until the load balancer has noticed. Answers

@@ -9,6 +9,7 @@ import { writeAuditLogLines } from './events/audit-log-lines.js';
 import { Events } from './events/emitter.js';
 import { countEvents } from './events/metrics.js';
 import { type SignInChanges, watchSignInChanges } from './events/sign-in-changes.js';
+import { createMailer, type Mailer } from './mail/mailer.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
 import type { StoreCache } from './store/grants.js';
@@ -31,6 +32,8 @@ export interface Services {
   /** Every fact the server records, emitted once; the audit log lines and the metrics subscribe (src/README.md). */
   events: Events;
   signInChanges: SignInChanges;
+  /** Mail to owners: over SMTP_URL, or to the log without it. */
+  mailer: Mailer;
   /** The access tokens this process has verified (GRANT_CACHE_SIZE of them at most). */
   verifiedTokens: VerifiedAccessTokens;
   /** `stopping` turns true when the process begins to shut down: /readyz answers 503 from then on. */
@@ -63,6 +66,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
       metrics,
       events,
       signInChanges,
+      mailer: createMailer(config.mail),
       verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize),
       lifecycle: { stopping: false },
     };

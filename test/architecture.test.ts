@@ -12,6 +12,7 @@ const FLOORS: Record<string, number> = {
   'config.ts': 1,
   db: 2,
   'metrics.ts': 2,
+  mail: 2,
   cache: 3,
   store: 4,
   events: 5,
@@ -20,11 +21,13 @@ const FLOORS: Record<string, number> = {
   pages: 5,
   flows: 6,
   tokens: 6,
+  owners: 6,
   'services.ts': 7,
   plugins: 8,
   routes: 9,
   admin: 9,
   console: 9,
+  account: 9,
   jobs: 9,
   'fastify.ts': 10,
   'app.ts': 10,
@@ -37,7 +40,18 @@ const FLOORS: Record<string, number> = {
 // Who may reach for the process's services (src/services.ts): the HTTP layer and the wiring, which
 // hand each flow, token operation and job the part it declares it needs. Below them, nothing
 // looks services up.
-const SERVICE_USERS = new Set(['services.ts', 'plugins', 'routes', 'admin', 'console', 'fastify.ts', 'app.ts', 'admin-app.ts', 'server.ts']);
+const SERVICE_USERS = new Set([
+  'services.ts',
+  'plugins',
+  'routes',
+  'admin',
+  'console',
+  'account',
+  'fastify.ts',
+  'app.ts',
+  'admin-app.ts',
+  'server.ts',
+]);
 
 // The store slices (src/store/index.ts) each room may touch; a room not named here touches none.
 const STORE_SLICES: Record<string, string[]> = {
@@ -45,11 +59,14 @@ const STORE_SLICES: Record<string, string[]> = {
   oidc: ['serverKeys'],
   flows: ['signIns', 'agents', 'auditLog'],
   tokens: ['clients', 'grants', 'grantAdmin'],
+  owners: ['emailLinks', 'ownerSessions'],
   jobs: ['signIns', 'maintenance'],
   // /authorize reads the website it starts a sign-in for; /readyz pings the store.
   routes: ['clients', 'maintenance'],
   admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys'],
   console: ['clients', 'agents', 'grantAdmin', 'consoleSessions'],
+  // The portal: the owner's own settings and sessions; everything else through src/owners.
+  account: ['owners', 'ownerSessions'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

@@ -1,7 +1,7 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { FreshAuthenticationRequired, InvalidRequest, NotFound, RequestExpired } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
-import { PasskeyRefused, type PasskeyDeps, assertionOptions, verifyAssertion } from '../passkeys/webauthn.js';
+import { assertionOptions, type PasskeyDeps, PasskeyRefused, verifyAssertion } from '../passkeys/webauthn.js';
 import type { Store } from '../store/index.js';
 
 /**

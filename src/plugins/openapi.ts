@@ -27,6 +27,7 @@ export default fp(async function openapi(app: FastifyInstance) {
         { name: 'oauth', description: 'Authorization code flow with PKCE, tokens and token state' },
         { name: 'browser', description: "Pages and steps the user's browser goes through" },
         { name: 'agent', description: "The agent's back channel" },
+        { name: 'owner', description: 'The people agents act for: email-link sign-in and the owner API (a session cookie)' },
         { name: 'discovery', description: 'Metadata for client libraries' },
         { name: 'health', description: 'Probes for orchestrators and load balancers' },
       ],

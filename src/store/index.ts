@@ -4,9 +4,12 @@ import { createApprovalStore } from './approvals.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
+import { createEmailLinkStore } from './email-links.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
 import { createMaintenanceStore } from './maintenance.js';
+import { createOwnerSessionStore } from './owner-sessions.js';
+import { createOwnerStore } from './owners.js';
 import { createPasskeyStore } from './passkeys.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
@@ -23,6 +26,9 @@ export function createStore(db: Db, grantCache: StoreCache) {
     maintenance: createMaintenanceStore(db),
     serverKeys: createServerKeyStore(db),
     consoleSessions: createConsoleSessionStore(db),
+    owners: createOwnerStore(db),
+    ownerSessions: createOwnerSessionStore(db),
+    emailLinks: createEmailLinkStore(db),
     passkeys: createPasskeyStore(db),
     approvals: createApprovalStore(db),
   };

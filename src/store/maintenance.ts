@@ -9,6 +9,9 @@ const TARGETS: { table: string; expired: string }[] = [
   { table: 'refresh_tokens', expired: 'expires_at < now()' },
   { table: 'revoked_access_tokens', expired: 'expires_at < now()' },
   { table: 'console_signed_out', expired: 'expires_at < now()' },
+  { table: 'owner_sessions', expired: 'expires_at < now()' },
+  // Kept a day, past their 15 minutes, so that the limit per email can count them.
+  { table: 'owner_email_links', expired: `created_at < now() - interval '1 day'` },
   // Retired ID token keys, once no token they signed is valid (the current key has no expiry).
   { table: 'signing_keys', expired: 'expires_at < now()' },
   { table: 'grants', expired: 'expires_at < now() - make_interval(days => $1)' },

@@ -49,6 +49,17 @@ describe(`purging expired rows (${storeName})`, () => {
     await db.query(
       `INSERT INTO console_signed_out (session_hash, expires_at) VALUES ('ended', now() - interval '1 second'), ('live', now() + interval '1 hour')`,
     );
+    // Owner sessions go at their end; email links a day after they were sent (the limit per email counts them).
+    await db.query(`INSERT INTO users (id, email) VALUES ('user_purge', 'purge@example.com')`);
+    await db.query(
+      `INSERT INTO owner_sessions (session_hash, user_id, expires_at, authenticated_by)
+       VALUES ('ended', 'user_purge', now() - interval '1 second', 'email_link'), ('live', 'user_purge', now() + interval '1 hour', 'email_link')`,
+    );
+    await db.query(
+      `INSERT INTO owner_email_links (token_hash, email, created_at, expires_at)
+       VALUES ('old', 'purge@example.com', now() - interval '25 hours', now() - interval '24 hours'),
+              ('recent', 'purge@example.com', now() - interval '1 hour', now() - interval '45 minutes')`,
+    );
     const oldEvents = await db.query(`UPDATE audit_events SET at = now() - interval '31 days' WHERE request_id = $1`, [old.requestId]);
 
     const before = {
@@ -58,6 +69,8 @@ describe(`purging expired rows (${storeName})`, () => {
       grants: await count('grants'),
       revoked_access_tokens: await count('revoked_access_tokens'),
       console_signed_out: await count('console_signed_out'),
+      owner_sessions: await count('owner_sessions'),
+      owner_email_links: await count('owner_email_links'),
       audit_events: await count('audit_events'),
     };
     const removed = await purgeExpired(server.services, { auditRetentionDays: 30, log: server.app.log });
@@ -67,6 +80,8 @@ describe(`purging expired rows (${storeName})`, () => {
       refresh_tokens: 1,
       revoked_access_tokens: 1,
       console_signed_out: 1,
+      owner_sessions: 1,
+      owner_email_links: 1,
       signing_keys: 0,
       grants: 1,
       audit_events: oldEvents.rowCount,

@@ -36,6 +36,12 @@ const ENDPOINTS: [method: string, path: string, fails: boolean][] = [
   ['get', '/.well-known/oauth-authorization-server', false],
   ['get', '/.well-known/openid-configuration', false],
   ['get', '/.well-known/jwks.json', false],
+  ['post', '/account/email-link', true],
+  ['get', '/account/email-link/callback', true],
+  ['post', '/account/email-link/callback', true],
+  ['post', '/account/sign-out', true],
+  ['get', '/account/api/me', true],
+  ['patch', '/account/api/me', true],
   ['get', '/healthz', false],
   ['get', '/readyz', false],
 ];

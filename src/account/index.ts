@@ -1,0 +1,61 @@
+import fastifyCookie from '@fastify/cookie';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { UnsupportedMediaType } from '../errors.js';
+import { currentOwner, sessionCookie } from '../owners/sessions.js';
+import { sendError, toOAuthError } from '../plugins/error-handler.js';
+import { routeLabel } from '../plugins/metrics.js';
+import emailLinkRoutes from './email-link.js';
+import { isBrowserForm, refuseForeignOrigin, signedInOwner } from './guards.js';
+import homePage from './home.js';
+import meRoutes from './me.js';
+import { renderAccountError } from './render.js';
+import signOutRoute from './sign-out.js';
+
+/**
+ * Owners on the public listener: the portal's pages at /account and the JSON API under
+ * /account/api/ (docs/protocol.md, "Owners"). Every request here reads the session cookie; the API
+ * answers 401 login_required without a live session, and takes a state change only as JSON
+ * (which no HTML form can send) from this server's origin (CSRF). Pages and API answers are never cached.
+ */
+export default async function accountPlugin(app: FastifyInstance) {
+  const { config } = app.services;
+  const issuerOrigin = new URL(config.issuer).origin;
+  const cookieName = sessionCookie(config).name;
+  await app.register(fastifyCookie);
+  app.decorateRequest('owner', null);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('cache-control', 'no-store');
+    const secret = request.cookies[cookieName];
+    const session = await currentOwner(app.services, secret);
+    if (session) request.owner = { ...session, secret: secret! };
+  });
+
+  // A DELETE (or a sign-out) carries the JSON content type but no body: an empty body is an empty object here.
+  const json = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    body === '' ? done(null, {}) : json(request, String(body), done),
+  );
+  // Pages and the portal's forms fail with a page of the portal; the API with JSON.
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const error = toOAuthError(err, request);
+    const { html, formOrJson } = request.routeOptions.config ?? {};
+    if (!html || (formOrJson && !isBrowserForm(request))) return sendError(error, request, reply, false);
+    app.services.metrics.failures.inc({ error: error.error, route: routeLabel(request) });
+    return renderAccountError(request, reply, error);
+  });
+
+  await app.register(emailLinkRoutes, { issuerOrigin });
+  await app.register(homePage);
+  await app.register(signOutRoute, { issuerOrigin });
+
+  await app.register(async (api) => {
+    api.addHook('onRequest', async (request) => {
+      signedInOwner(request);
+      if (request.method === 'GET' || request.method === 'HEAD') return;
+      if (request.headers['content-type']?.split(';')[0].trim().toLowerCase() !== 'application/json') throw new UnsupportedMediaType();
+      refuseForeignOrigin(request, issuerOrigin);
+    });
+    await api.register(meRoutes);
+  });
+}

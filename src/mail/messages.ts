@@ -1,0 +1,31 @@
+import type { MailMessage } from './mailer.js';
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escape = (value: string) => value.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+
+/** The simple HTML every message shares: paragraphs, one button, the same words as the text. */
+function html(paragraphs: string[], button: { label: string; href: string }, after: string[]): string {
+  const p = (text: string) => `<p style="margin:0 0 16px">${escape(text)}</p>`;
+  return [
+    '<!doctype html><html><body style="font-family:system-ui,sans-serif;line-height:1.5;color:#1f2328;max-width:36rem">',
+    ...paragraphs.map(p),
+    `<p style="margin:0 0 16px"><a href="${escape(button.href)}" style="display:inline-block;padding:10px 18px;background:#1f6feb;color:#ffffff;border-radius:6px;text-decoration:none;font-weight:600">${escape(button.label)}</a></p>`,
+    `<p style="margin:0 0 16px;font-size:13px;color:#59636e">${escape(button.href)}</p>`,
+    ...after.map(p),
+    '</body></html>',
+  ].join('\n');
+}
+
+/** The email-link sign-in: one link, single use, for `minutes`. */
+export function signInLinkMessage(input: { to: string; brand: string; link: string; minutes: number }): MailMessage {
+  const intro = [`Someone, hopefully you, asked to sign in to ${input.brand} with this email address.`];
+  const after = [
+    `The link works once, within ${input.minutes} minutes. If you did not ask for it, ignore this mail: nothing happens without the link.`,
+  ];
+  return {
+    to: input.to,
+    subject: `Your sign-in link for ${input.brand}`,
+    text: [...intro, '', `Sign in: ${input.link}`, '', ...after, ''].join('\n'),
+    html: html(intro, { label: `Sign in to ${input.brand}`, href: input.link }, after),
+  };
+}

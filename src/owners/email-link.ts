@@ -1,0 +1,67 @@
+import type { Config } from '../config.js';
+import { generateId, randomToken, sha256 } from '../crypto/secrets.js';
+import { RateLimited } from '../errors.js';
+import type { EventContext } from '../events/emitter.js';
+import type { Mailer } from '../mail/mailer.js';
+import { signInLinkMessage } from '../mail/messages.js';
+import type { Store } from '../store/index.js';
+import type { LinkRefusal } from '../store/owner-sessions.js';
+import { newSessionSecret, SESSION_LIFETIMES } from './sessions.js';
+
+/** A sign-in link lives this long and works once (docs/security.md, "Owners"). */
+export const LINK_TTL_SECONDS = 15 * 60;
+// The limit per email counts the links sent to one address within this window.
+const PER_EMAIL_WINDOW_SECONDS = 60 * 60;
+
+export interface EmailLinkDeps {
+  config: Pick<Config, 'issuer' | 'brand' | 'owners' | 'rateLimits'>;
+  store: Pick<Store, 'emailLinks' | 'ownerSessions'>;
+  mailer: Mailer;
+}
+
+/**
+ * Someone asks for a sign-in link for `email`. The answer is the same whoever owns the address, or
+ * no one, and takes the same time: the one statement that records the link does the same work either
+ * way, and the mail goes out after the answer. Without OWNER_SIGNUP an address no one owns gets no
+ * mail. Past the limit per email: RateLimited, whoever asks (the links already sent still work).
+ */
+export async function requestEmailLink(deps: EmailLinkDeps, email: string, context: EventContext): Promise<void> {
+  const token = randomToken(32);
+  const recorded = await deps.store.emailLinks.record({
+    tokenHash: sha256(token),
+    email,
+    ttlSeconds: LINK_TTL_SECONDS,
+    max: deps.config.rateLimits.emailLinkPerEmail || Number.MAX_SAFE_INTEGER,
+    windowSeconds: PER_EMAIL_WINDOW_SECONDS,
+  });
+  if (!recorded.recorded) throw new RateLimited(recorded.retryAfterSeconds);
+  if (!recorded.ownerExists && !deps.config.owners.signup) return;
+  const link = `${deps.config.issuer}/account/email-link/callback?token=${token}`;
+  const message = signInLinkMessage({ to: email, brand: deps.config.brand.name, link, minutes: LINK_TTL_SECONDS / 60 });
+  // Not awaited: how long the SMTP server takes must not tell anything. A failure is logged by the mailer.
+  deps.mailer.send(message, context.log).catch(() => {});
+}
+
+/** Whether a link can still be used: the page a GET of it shows spends nothing (mail scanners open links). */
+export async function isUsableLink(deps: Pick<EmailLinkDeps, 'store'>, token: string): Promise<boolean> {
+  return deps.store.emailLinks.isUsable(sha256(token));
+}
+
+/**
+ * Spends the link and starts an owner session: the session's secret (for the cookie), or why not.
+ * Using the link proves the mailbox, so the owner's email is verified.
+ */
+export async function signInWithEmailLink(
+  deps: Pick<EmailLinkDeps, 'config' | 'store'>,
+  token: string,
+): Promise<{ sessionSecret: string } | LinkRefusal> {
+  const session = newSessionSecret();
+  const started = await deps.store.ownerSessions.startByEmailLink({
+    tokenHash: sha256(token),
+    sessionHash: session.hash,
+    signup: deps.config.owners.signup,
+    newUserId: generateId('user'),
+    lifetimes: SESSION_LIFETIMES,
+  });
+  return typeof started === 'string' ? started : { sessionSecret: session.secret };
+}

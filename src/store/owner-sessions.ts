@@ -1,0 +1,86 @@
+import type { Db } from '../db/types.js';
+
+/** How an owner proved who they are: so far only by a link sent to their email. */
+export type AuthenticationMethod = 'email_link';
+
+/** The owner behind a live session, and how the session began. */
+export interface OwnerSession {
+  user_id: string;
+  email: string;
+  authenticated_by: AuthenticationMethod;
+  authenticated_at: Date;
+  expires_at: Date;
+}
+
+/** Why using a link started no session: it is spent, expired or unknown, or no owner has its address. */
+export type LinkRefusal = 'invalid_link' | 'no_account';
+
+/** Lifetimes of a session, in seconds: since the last request (idle) and since it began (absolute). */
+export interface SessionLifetimes {
+  idleSeconds: number;
+  absoluteSeconds: number;
+}
+
+/**
+ * Owner sessions (migrations/020), keyed by a digest of the cookie's value: a session is its row,
+ * so ending it holds on every instance at once.
+ */
+export function createOwnerSessionStore(db: Db) {
+  return {
+    /**
+     * Spends the link and starts a session for the owner of its address, in one transaction: the
+     * address is verified (the link reached it), and, with `signup`, an unknown address becomes an
+     * owner. A link spent for an address no one owns (without `signup`) stays spent.
+     */
+    async startByEmailLink(input: {
+      tokenHash: string;
+      sessionHash: string;
+      signup: boolean;
+      newUserId: string;
+      lifetimes: SessionLifetimes;
+    }): Promise<{ user_id: string } | LinkRefusal> {
+      return db.transaction(async (tx) => {
+        const { rows: links } = await tx.query<{ email: string }>(
+          `UPDATE owner_email_links SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING email`,
+          [input.tokenHash],
+        );
+        if (!links[0]) return 'invalid_link';
+        const { rows: users } = input.signup
+          ? await tx.query<{ id: string }>(
+              `INSERT INTO users (id, email) VALUES ($1, $2) ON CONFLICT (lower(email)) DO UPDATE SET email = users.email RETURNING id`,
+              [input.newUserId, links[0].email],
+            )
+          : await tx.query<{ id: string }>(`SELECT id FROM users WHERE lower(email) = lower($1)`, [links[0].email]);
+        if (!users[0]) return 'no_account';
+        await tx.query(`UPDATE users SET email_verified_at = now() WHERE id = $1`, [users[0].id]);
+        await tx.query(
+          `INSERT INTO owner_sessions (session_hash, user_id, expires_at, authenticated_by)
+           VALUES ($1, $2, now() + make_interval(secs => $3), 'email_link')`,
+          [input.sessionHash, users[0].id, input.lifetimes.absoluteSeconds],
+        );
+        return { user_id: users[0].id };
+      });
+    },
+
+    /** The session's owner if it is live (neither idle too long nor past its end); marks it seen. */
+    async touch(sessionHash: string, idleSeconds: number): Promise<OwnerSession | undefined> {
+      const { rows } = await db.query<OwnerSession>(
+        `UPDATE owner_sessions s SET last_seen_at = now() FROM users u
+         WHERE s.session_hash = $1 AND u.id = s.user_id AND s.expires_at > now()
+           AND s.last_seen_at > now() - make_interval(secs => $2)
+         RETURNING s.user_id, u.email, s.authenticated_by, s.authenticated_at, s.expires_at`,
+        [sessionHash, idleSeconds],
+      );
+      return rows[0];
+    },
+
+    async end(sessionHash: string): Promise<void> {
+      await db.query(`DELETE FROM owner_sessions WHERE session_hash = $1`, [sessionHash]);
+    },
+
+    /** Every session of the owner, on every device. */
+    async endAll(userId: string): Promise<void> {
+      await db.query(`DELETE FROM owner_sessions WHERE user_id = $1`, [userId]);
+    },
+  };
+}

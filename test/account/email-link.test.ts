@@ -1,0 +1,273 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storeName } from '../helpers/database.js';
+import { cookiesOf, linkForm, mailedLink, signInOwner, useLink } from '../helpers/owner.js';
+import { ISSUER, startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
+import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+
+const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
+
+describe(`owners sign in by email link (${storeName})`, () => {
+  let smtp: TestSmtp;
+  let server: TestServer;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000' });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await smtp?.close();
+  });
+
+  it('mails one link that a GET never spends and the page’s form uses once, verifying the email', async () => {
+    const email = fresh();
+    const asked = await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email } });
+    expect(asked.statusCode).toBe(202);
+    expect(asked.json()).toEqual({});
+    const mail = await smtp.next(email);
+    expect(mail.subject).toContain('sign-in link');
+    const link = /http:\/\/localhost:3000\/account\/email-link\/callback\?token=[\w-]{43}/.exec(mail.text)?.[0];
+    expect(link).toBeDefined();
+    expect(mail.html).toContain(link);
+
+    const path = link!.slice(ISSUER.length);
+    // A mail scanner opens it: nothing spent, no session.
+    for (let i = 0; i < 2; i++) {
+      const page = await server.app.inject({ url: path });
+      expect(page.statusCode).toBe(200);
+      expect(page.headers['cache-control']).toBe('no-store');
+      expect(page.headers['content-security-policy']).toMatch(/default-src 'none'/);
+      expect(page.cookies.map((c) => c.name)).toEqual(['agent_auth_owner_link']);
+      expect(linkForm(page.body).token).toBe(path.split('token=')[1]);
+    }
+    const used = await useLink(server.app, path);
+    expect(used.statusCode).toBe(303);
+    expect(used.headers.location).toBe('/account');
+    const session = used.cookies.find((c) => c.name === 'agent_auth_owner');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' });
+    expect(session!.secure).toBeFalsy();
+
+    const me = await server.app.inject({ url: '/account/api/me', headers: { cookie: `agent_auth_owner=${session!.value}` } });
+    expect(me.statusCode).toBe(200);
+    expect(me.headers['cache-control']).toBe('no-store');
+    expect(me.json()).toEqual({ email, email_verified: true, approval_policy: 'never', notify_new_website: true, passkeys: [] });
+
+    // Used once: the page and the form both refuse it now, without a cookie.
+    expect((await server.app.inject({ url: path })).statusCode).toBe(400);
+    const again = await useLink(server.app, path);
+    expect(again.statusCode).toBe(400);
+    expect(again.headers['content-type']).toMatch(/text\/html/);
+    expect(again.cookies.filter((c) => c.name === 'agent_auth_owner')).toEqual([]);
+  });
+
+  it('verifies an operator-registered owner, and links them to their existing user', async () => {
+    const agent = await server.createAgent();
+    const owner = await signInOwner(server.app, smtp, agent.email.toUpperCase());
+    const me = (await owner.call('GET', '/account/api/me')).json();
+    expect(me).toMatchObject({ email: agent.email, email_verified: true });
+  });
+
+  it('refuses an expired, unknown or malformed link with a page and no cookie', async () => {
+    const email = fresh();
+    const path = await mailedLink(server.app, smtp, email);
+    await server.services.db.query(`UPDATE owner_email_links SET expires_at = now() - interval '1 second' WHERE lower(email) = lower($1)`, [email]);
+    for (const url of [path, '/account/email-link/callback?token=' + 'A'.repeat(43), '/account/email-link/callback?token=short']) {
+      const res = await server.app.inject({ url });
+      expect(res.statusCode).toBe(400);
+      expect(res.headers['content-type']).toMatch(/text\/html/);
+      expect(res.cookies).toEqual([]);
+    }
+    expect((await useLink(server.app, path)).statusCode).toBe(400);
+  });
+
+  it('answers every well-formed address alike, in the same time, and refuses the rest', async () => {
+    const known = (await server.createAgent()).email;
+    const timed = async (email: string) => {
+      const start = process.hrtime.bigint();
+      const res = await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email } });
+      return { res, ms: Number(process.hrtime.bigint() - start) / 1e6 };
+    };
+    const [a, b] = [await timed(known), await timed(fresh())];
+    expect([a.res.statusCode, b.res.statusCode]).toEqual([202, 202]);
+    expect(a.res.body).toBe(b.res.body);
+    expect(Object.keys(a.res.headers).sort()).toEqual(Object.keys(b.res.headers).sort());
+    // Means over alternating rounds (sending the mail is never awaited): alike within noise.
+    const times = { known: [] as number[], unknown: [] as number[] };
+    for (let i = 0; i < 4; i++) {
+      times.known.push((await timed(`${i}${known}`.replace(/^\d/, ''))).ms);
+      times.unknown.push((await timed(fresh())).ms);
+    }
+    const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+    expect(Math.abs(mean(times.known) - mean(times.unknown))).toBeLessThan(Math.max(mean(times.unknown), 15));
+
+    for (const payload of [{}, { email: 'not an address' }, { email: 'x'.repeat(330) + '@example.com' }, { email: 5 }]) {
+      const res = await server.app.inject({ method: 'POST', url: '/account/email-link', payload });
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toBe('invalid_request');
+    }
+  });
+
+  it('refuses a link used from another site, or without the page’s cookie (login CSRF)', async () => {
+    const path = await mailedLink(server.app, smtp, fresh());
+    const page = await server.app.inject({ url: path });
+    const post = (headers: Record<string, string>) =>
+      server.app.inject({ method: 'POST', url: '/account/email-link/callback', headers, payload: linkForm(page.body) });
+    expect((await post({ origin: ISSUER })).statusCode).toBe(403);
+    expect((await post({ cookie: cookiesOf(page), origin: 'https://evil.example' })).statusCode).toBe(403);
+    expect((await post({ cookie: cookiesOf(page), 'sec-fetch-site': 'cross-site' })).statusCode).toBe(403);
+    // Refusals spend nothing: the owner's own browser still signs in with it.
+    expect((await post({ cookie: cookiesOf(page), origin: ISSUER })).statusCode).toBe(303);
+  });
+
+  it('limits links per email across addresses (429 with Retry-After), and the links sent still work', async () => {
+    const email = fresh();
+    const paths: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      paths.push(await mailedLink(server.app, smtp, email));
+    }
+    const refused = await server.app.inject({ method: 'POST', url: '/account/email-link', remoteAddress: '127.0.0.2', payload: { email } });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().error).toBe('rate_limited');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(3000);
+    // Another address is untouched, and the victim still signs in with a link already sent.
+    expect(
+      (await server.app.inject({ method: 'POST', url: '/account/email-link', remoteAddress: '127.0.0.2', payload: { email: fresh() } })).statusCode,
+    ).toBe(202);
+    expect((await useLink(server.app, paths[4])).statusCode).toBe(303);
+  });
+
+  it('guards the API: no session is 401, a state change must be JSON from this origin', async () => {
+    const owner = await signInOwner(server.app, smtp, fresh());
+    expect((await server.app.inject({ url: '/account/api/me' })).json()).toMatchObject({ error: 'login_required' });
+    expect((await server.app.inject({ url: '/account/api/me', headers: { cookie: 'agent_auth_owner=' + 'A'.repeat(43) } })).statusCode).toBe(401);
+    const patch = (headers: Record<string, string>, payload: string) =>
+      server.app.inject({ method: 'PATCH', url: '/account/api/me', headers: { cookie: owner.cookie, ...headers }, payload });
+    const body = JSON.stringify({ notify_new_website: false });
+    expect((await patch({ 'content-type': 'application/x-www-form-urlencoded' }, 'notify_new_website=false')).statusCode).toBe(415);
+    expect((await patch({ 'content-type': 'text/plain' }, body)).statusCode).toBe(415);
+    expect((await patch({ 'content-type': 'application/json', origin: 'https://evil.example' }, body)).json()).toMatchObject({ error: 'forbidden' });
+    expect((await patch({ 'content-type': 'application/json', 'sec-fetch-site': 'cross-site' }, body)).statusCode).toBe(403);
+    expect((await owner.call('GET', '/account/api/me')).json().notify_new_website).toBe(true);
+
+    const changed = await owner.call('PATCH', '/account/api/me', { approval_policy: 'new_website', notify_new_website: false });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.json()).toMatchObject({ approval_policy: 'new_website', notify_new_website: false });
+    for (const bad of [{}, { approval_policy: 'sometimes' }, { notify_new_website: 'no' }, { email: 'x@example.com' }]) {
+      const res = await owner.call('PATCH', '/account/api/me', bad);
+      expect(res.statusCode).toBe(400);
+      expect(res.json().error).toBe('invalid_request');
+    }
+    expect(
+      (await server.app.inject({ method: 'PATCH', url: '/account/api/me', headers: { 'content-type': 'application/json' }, payload: body }))
+        .statusCode,
+    ).toBe(401);
+  });
+
+  it('ends sessions: idle, signed out (on every instance), everywhere', async () => {
+    const email = fresh();
+    const first = await signInOwner(server.app, smtp, email);
+    const second = await signInOwner(server.app, smtp, email);
+    const other = await startSecondInstance(server);
+    try {
+      expect((await first.call('GET', '/account/api/me', undefined, other.app)).statusCode).toBe(200);
+      const out = await first.call('POST', '/account/sign-out', undefined, other.app);
+      expect(out.body).toBe('');
+      expect(out.statusCode).toBe(204);
+      expect(out.cookies.find((c) => c.name === 'agent_auth_owner')?.value).toBe('');
+      expect((await first.call('GET', '/account/api/me')).statusCode).toBe(401);
+      expect((await second.call('GET', '/account/api/me')).statusCode).toBe(200);
+
+      await server.services.db.query(`UPDATE owner_sessions SET last_seen_at = now() - interval '2 hours'`);
+      expect((await second.call('GET', '/account/api/me', undefined, other.app)).statusCode).toBe(401);
+
+      const third = await signInOwner(server.app, smtp, email);
+      const fourth = await signInOwner(server.app, smtp, email);
+      expect((await third.call('POST', '/account/sign-out', { everywhere: true })).statusCode).toBe(204);
+      expect((await fourth.call('GET', '/account/api/me')).statusCode).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('signs out from the portal’s form only with its token', async () => {
+    const owner = await signInOwner(server.app, smtp, fresh());
+    const home = await server.app.inject({ url: '/account', headers: { cookie: owner.cookie } });
+    expect(home.statusCode).toBe(200);
+    const token = /name="_csrf" value="([^"]+)"/.exec(home.body)![1];
+    const form = (fields: Record<string, string>, origin = ISSUER) =>
+      server.app.inject({
+        method: 'POST',
+        url: '/account/sign-out',
+        headers: { cookie: owner.cookie, accept: 'text/html', origin, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams(fields).toString(),
+      });
+    expect((await form({ _csrf: 'wrong' })).statusCode).toBe(403);
+    expect((await form({ _csrf: token }, 'https://evil.example')).statusCode).toBe(403);
+    expect((await owner.call('GET', '/account/api/me')).statusCode).toBe(200);
+    const out = await form({ _csrf: token });
+    expect(out.statusCode).toBe(303);
+    expect((await owner.call('GET', '/account/api/me')).statusCode).toBe(401);
+  });
+});
+
+describe(`owner sign-in settings (${storeName})`, () => {
+  let smtp: TestSmtp;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+  });
+  afterAll(() => smtp?.close());
+
+  it('without OWNER_SIGNUP mails only owners that exist, with the same answer', async () => {
+    const server = await startTestServer({ SMTP_URL: smtp.url, OWNER_SIGNUP: 'false' });
+    try {
+      const stranger = fresh();
+      const res = await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email: stranger } });
+      expect(res.statusCode).toBe(202);
+      const agent = await server.createAgent();
+      await signInOwner(server.app, smtp, agent.email);
+      await expect(smtp.next(stranger, 300)).rejects.toThrow(/no mail/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('uses a __Host- cookie, Secure, under an https issuer', async () => {
+    const server = await startTestServer({ SMTP_URL: smtp.url, ISSUER: 'https://auth.example' });
+    try {
+      const email = fresh();
+      await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email } });
+      const link = new URL(/https:\/\/auth\.example\S+/.exec((await smtp.next(email)).text)![0]);
+      const page = await server.app.inject({ url: link.pathname + link.search });
+      expect(page.cookies[0]).toMatchObject({ name: '__Host-agent_auth_owner_link', secure: true, path: '/' });
+      const used = await server.app.inject({
+        method: 'POST',
+        url: '/account/email-link/callback',
+        headers: { cookie: cookiesOf(page), origin: 'https://auth.example' },
+        payload: linkForm(page.body),
+      });
+      expect(used.statusCode).toBe(303);
+      expect(used.cookies.find((c) => c.name === '__Host-agent_auth_owner')).toMatchObject({
+        secure: true,
+        httpOnly: true,
+        sameSite: 'Lax',
+        path: '/',
+      });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('limits asking for links per client address', async () => {
+    const server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '3' });
+    try {
+      const ask = (remoteAddress: string) =>
+        server.app.inject({ method: 'POST', url: '/account/email-link', remoteAddress, payload: { email: fresh() } });
+      for (let i = 0; i < 3; i++) expect((await ask('127.0.0.2')).statusCode).toBe(202);
+      const refused = await ask('127.0.0.2');
+      expect(refused.statusCode).toBe(429);
+      expect(refused.headers['retry-after']).toBeDefined();
+      expect((await ask('127.0.0.3')).statusCode).toBe(202);
+    } finally {
+      await server.close();
+    }
+  });
+});

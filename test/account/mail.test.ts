@@ -1,0 +1,89 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { loggerOptions } from '../../src/logger.js';
+import { startServer } from '../../src/server.js';
+import { storeName, usingPostgres } from '../helpers/database.js';
+import { cookiesOf, linkForm, signInOwner, useLink } from '../helpers/owner.js';
+import { ADMIN_TOKEN, ISSUER, startTestServer } from '../helpers/server.js';
+import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+
+function logSink() {
+  const sink = { output: '' };
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      sink.output += chunk.toString();
+      done();
+    },
+  });
+  return { sink, logger: pino(loggerOptions('trace') as pino.LoggerOptions, stream) };
+}
+
+describe(`mail to owners (${storeName})`, () => {
+  let smtp: TestSmtp;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+  });
+  afterAll(() => smtp?.close());
+
+  it('without SMTP_URL writes each message, its link included, to the log, and says so at start', async () => {
+    const { sink, logger } = logSink();
+    const server = await startTestServer({}, { logger });
+    try {
+      const email = 'dev@example.com';
+      expect((await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email } })).statusCode).toBe(202);
+      let line: { mail?: { to: string; text: string } } | undefined;
+      for (let i = 0; i < 50 && !line; i++) {
+        line = sink.output
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l))
+          .find((l) => l.mail?.to === email);
+        if (!line) await new Promise((r) => setTimeout(r, 20));
+      }
+      const link = /http:\/\/localhost:3000(\/account\/email-link\/callback\?token=[\w-]{43})/.exec(line!.mail!.text)![1];
+      expect((await useLink(server.app, link)).statusCode).toBe(303);
+    } finally {
+      await server.close();
+    }
+    expect(server.services.mailer.logOnly).toBe(true);
+  });
+
+  it.runIf(!usingPostgres)('names the mail mode in the start banner’s values, never SMTP credentials', async () => {
+    const env = { PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATA_DIR: 'memory' };
+    const logOnly = await startServer(loadConfig(env));
+    await logOnly.close();
+    expect(logOnly.mail).toMatch(/^log-only/);
+    const withSmtp = await startServer(loadConfig({ ...env, SMTP_URL: smtp.url.replace('smtp://', 'smtp://user:hunter2@') }));
+    await withSmtp.close();
+    expect(withSmtp.mail).toBe(smtp.url);
+  });
+
+  it('with SMTP_URL logs neither the link nor the session', async () => {
+    const { sink, logger } = logSink();
+    const server = await startTestServer({ SMTP_URL: smtp.url }, { logger });
+    try {
+      const email = 'private@example.com';
+      await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email } });
+      const mail = await smtp.next(email);
+      const path = new URL(/http\S+/.exec(mail.text)![0]).pathname + new URL(/http\S+/.exec(mail.text)![0]).search;
+      const page = await server.app.inject({ url: path });
+      const used = await server.app.inject({
+        method: 'POST',
+        url: '/account/email-link/callback',
+        headers: { cookie: cookiesOf(page), origin: ISSUER },
+        payload: linkForm(page.body),
+      });
+      const session = used.cookies.find((c) => c.name === 'agent_auth_owner')!.value;
+      await server.app.inject({ url: '/account/api/me', headers: { cookie: `agent_auth_owner=${session}` } });
+      expect(sink.output).toContain('owner signed in by email link');
+      const token = path.split('token=')[1];
+      for (const secret of [token, session, linkForm(page.body).csrf, page.cookies[0].value]) expect(sink.output).not.toContain(secret);
+      expect(sink.output).not.toContain(email);
+      await signInOwner(server.app, smtp, email);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,55 @@
+import type { TestServer } from './server.js';
+import { ISSUER } from './server.js';
+import { linkIn, type TestSmtp } from './smtp.js';
+
+type Injected = Awaited<ReturnType<TestServer['app']['inject']>>;
+type App = TestServer['app'];
+
+/** The cookies a response set, as a Cookie header. */
+export const cookiesOf = (res: Injected) =>
+  res.cookies
+    .filter((c) => c.value)
+    .map((c) => `${c.name}=${c.value}`)
+    .join('; ');
+
+/** The link page's form fields. */
+export const linkForm = (body: string) => ({
+  token: /name="token" value="([^"]+)"/.exec(body)?.[1] ?? '',
+  csrf: /name="csrf" value="([^"]+)"/.exec(body)?.[1] ?? '',
+});
+
+/** Asks for a sign-in link for `email` and reads it from the mail; the path and query of it. */
+export async function mailedLink(app: App, smtp: TestSmtp, email: string): Promise<string> {
+  const res = await app.inject({ method: 'POST', url: '/account/email-link', payload: { email } });
+  if (res.statusCode !== 202) throw new Error(`email-link answered ${res.statusCode}: ${res.body}`);
+  const link = new URL(linkIn(await smtp.next(email)));
+  return `${link.pathname}${link.search}`;
+}
+
+/** What a browser does with a link: open the page, press its button. */
+export async function useLink(app: App, path: string) {
+  const page = await app.inject({ url: path });
+  return app.inject({
+    method: 'POST',
+    url: '/account/email-link/callback',
+    headers: { cookie: cookiesOf(page), origin: ISSUER },
+    payload: linkForm(page.body),
+  });
+}
+
+/** An owner signed in by email link: the session's Cookie header and JSON calls with it. */
+export async function signInOwner(app: App, smtp: TestSmtp, email: string) {
+  const res = await useLink(app, await mailedLink(app, smtp, email));
+  if (res.statusCode !== 303) throw new Error(`the link's form answered ${res.statusCode}: ${res.body}`);
+  const cookie = cookiesOf(res);
+  return {
+    cookie,
+    call: (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, on: App = app) =>
+      on.inject({
+        method,
+        url,
+        headers: { cookie, ...(method === 'GET' ? {} : { 'content-type': 'application/json', origin: ISSUER }) },
+        ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
+      }),
+  };
+}
