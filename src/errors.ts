@@ -141,8 +141,8 @@ export class Unauthorized extends OAuthError {
 
 /** An owner API call without a live session (the portal's cookie, src/owners/sessions.ts). */
 export class LoginRequired extends OAuthError {
-  constructor() {
-    super('login_required', 'sign in at /account first: there is no live session', 401);
+  constructor(description = 'sign in at /account first: there is no live session') {
+    super('login_required', description, 401);
   }
 }
 

@@ -1,3 +1,4 @@
+import { mailOwnersOnApprovalRequests } from './approvals/notify.js';
 import { GrantCache } from './cache/grant-cache.js';
 import type { Config } from './config.js';
 import { type Keyring, keyringFrom } from './crypto/keyring.js';
@@ -57,6 +58,8 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     const events = new Events();
     writeAuditLogLines(events);
     countEvents(events, metrics);
+    const mailer = createMailer(config.mail);
+    mailOwnersOnApprovalRequests(events, { config, store, mailer });
     return {
       config,
       db: database,
@@ -66,7 +69,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
       metrics,
       events,
       signInChanges,
-      mailer: createMailer(config.mail),
+      mailer,
       verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize),
       lifecycle: { stopping: false },
     };

@@ -22,6 +22,8 @@ const FLOORS: Record<string, number> = {
   flows: 6,
   tokens: 6,
   owners: 6,
+  passkeys: 6,
+  approvals: 6,
   'services.ts': 7,
   plugins: 8,
   routes: 9,
@@ -60,13 +62,17 @@ const STORE_SLICES: Record<string, string[]> = {
   flows: ['signIns', 'agents', 'auditLog'],
   tokens: ['clients', 'grants', 'grantAdmin'],
   owners: ['emailLinks', 'ownerSessions'],
+  // Passkeys: their own rows and challenges; signing in with one starts an owner session.
+  passkeys: ['passkeys', 'ownerSessions'],
+  // The owner's decision on a waiting sign-in, checked with their passkeys.
+  approvals: ['approvals', 'passkeys'],
   jobs: ['signIns', 'maintenance'],
   // /authorize reads the website it starts a sign-in for; /readyz pings the store.
   routes: ['clients', 'maintenance'],
   admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys'],
   console: ['clients', 'agents', 'grantAdmin', 'consoleSessions'],
   // The portal: the owner's own settings and sessions; everything else through src/owners.
-  account: ['owners', 'ownerSessions'],
+  account: ['owners', 'ownerSessions', 'passkeys', 'approvals'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

@@ -4,10 +4,13 @@ import { UnsupportedMediaType } from '../errors.js';
 import { currentOwner, sessionCookie } from '../owners/sessions.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
+import approvalRoutes from './approvals.js';
 import emailLinkRoutes from './email-link.js';
 import { isBrowserForm, refuseForeignOrigin, signedInOwner } from './guards.js';
 import homePage from './home.js';
 import meRoutes from './me.js';
+import passkeySignInRoutes from './passkey-sign-in.js';
+import passkeyRoutes from './passkeys.js';
 import { renderAccountError } from './render.js';
 import signOutRoute from './sign-out.js';
 
@@ -48,6 +51,7 @@ export default async function accountPlugin(app: FastifyInstance) {
   await app.register(emailLinkRoutes, { issuerOrigin });
   await app.register(homePage);
   await app.register(signOutRoute, { issuerOrigin });
+  await app.register(passkeySignInRoutes, { issuerOrigin });
 
   await app.register(async (api) => {
     api.addHook('onRequest', async (request) => {
@@ -57,5 +61,7 @@ export default async function accountPlugin(app: FastifyInstance) {
       refuseForeignOrigin(request, issuerOrigin);
     });
     await api.register(meRoutes);
+    await api.register(passkeyRoutes);
+    await api.register(approvalRoutes);
   });
 }

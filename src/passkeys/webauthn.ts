@@ -46,17 +46,20 @@ function spendChallenge(deps: PasskeyDeps, purpose: ChallengePurpose, accept: (i
   };
 }
 
+/** 256 random bits, kept as the base64url text the browser signs over; handed to the library as bytes. */
 async function newChallenge(deps: PasskeyDeps, purpose: ChallengePurpose, owner: Partial<IssuedChallenge> = {}) {
   const challenge = randomToken(32);
   await deps.store.passkeys.issueChallenge(challenge, purpose, CHALLENGE_TTL_SECONDS, owner);
-  return challenge;
+  return new Uint8Array(Buffer.from(challenge, 'base64url'));
 }
+
+// Both options are returned as plain objects (the JSON the browser gets), not the library's interfaces.
 
 /** PublicKeyCredentialCreationOptionsJSON for a new passkey of this owner (discoverable, UV required). */
 export async function registrationOptions(deps: PasskeyDeps, owner: { user_id: string; email: string }) {
   const { rpID } = relyingParty(deps.config);
   const existing = await deps.store.passkeys.credentials(owner.user_id);
-  return generateRegistrationOptions({
+  const options = await generateRegistrationOptions({
     rpName: deps.config.brand.name,
     rpID,
     userName: owner.email,
@@ -68,6 +71,7 @@ export async function registrationOptions(deps: PasskeyDeps, owner: { user_id: s
     authenticatorSelection: { residentKey: 'required', userVerification: 'required' },
     supportedAlgorithmIDs: ALGORITHMS,
   });
+  return { ...options };
 }
 
 /** Checks a RegistrationResponseJSON over a challenge issued to this owner, and keeps the passkey. */
@@ -107,13 +111,14 @@ export async function register(deps: PasskeyDeps, userId: string, credential: Re
 export async function assertionOptions(deps: PasskeyDeps, purpose: 'sign_in' | 'approval', owner: Partial<IssuedChallenge> = {}) {
   const { rpID } = relyingParty(deps.config);
   const allowed = owner.user_id ? await deps.store.passkeys.credentials(owner.user_id) : [];
-  return generateAuthenticationOptions({
+  const options = await generateAuthenticationOptions({
     rpID,
     challenge: await newChallenge(deps, purpose, owner),
     timeout: CEREMONY_TIMEOUT_MS,
     userVerification: 'required',
     allowCredentials: allowed.map((c) => ({ id: c.credential_id, transports: c.transports as AuthenticatorTransport[] })),
   });
+  return { ...options };
 }
 
 /**
