@@ -11,6 +11,7 @@ import homePage from './home.js';
 import meRoutes from './me.js';
 import passkeySignInRoutes from './passkey-sign-in.js';
 import passkeyRoutes from './passkeys.js';
+import portalPages from './portal-pages.js';
 import { renderAccountError } from './render.js';
 import signOutRoute from './sign-out.js';
 
@@ -52,6 +53,7 @@ export default async function accountPlugin(app: FastifyInstance) {
   await app.register(homePage);
   await app.register(signOutRoute, { issuerOrigin });
   await app.register(passkeySignInRoutes, { issuerOrigin });
+  await app.register(portalPages);
 
   await app.register(async (api) => {
     api.addHook('onRequest', async (request) => {
