@@ -18,6 +18,7 @@ const storeIndependent = [
   'test/agent/**',
   'test/interop/**',
   'test/console/console-browser.test.ts',
+  'test/logout/example-website-logout.test.ts',
   'test/pages/pages.test.ts',
   'test/plugins/openapi.test.ts',
   'test/plugins/error-handler.test.ts',

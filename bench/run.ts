@@ -409,7 +409,7 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
       ? await postgresStore(adminUrl, ['ours', 'peer', 'rt_ours', 'rt_peer', 'empty', 'large', 'cache_full', 'head_to_head'])
       : pgliteStore();
   const openCounted = (name: string): Promise<Db> =>
-    kind === 'postgres' ? Promise.resolve(openPostgres(store.location(name).url!)) : openPglite('memory');
+    kind === 'postgres' ? Promise.resolve(openPostgres(store.location(name).url!, defaultOf('DATABASE_TIMEOUT_MS'))) : openPglite('memory');
   const report: Partial<StoreReport> = {
     store: kind,
     date: new Date().toISOString().slice(0, 10),

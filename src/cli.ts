@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { adminTokenPath } from './admin/admin-token.js';
 import { defaultOf } from './config.js';
@@ -30,9 +31,16 @@ function adminToken(options: GlobalOptions): string {
   }
 }
 
+/** The URL without its trailing slashes; by index, as `/\/+$/` would retry from every slash of a long run. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** The one way the CLI talks to the server; a refusal becomes a CliError with the server's description. */
 async function request(options: GlobalOptions, method: string, path: string, body?: object): Promise<unknown> {
-  const url = `${options.url.replace(/\/+$/, '')}/admin${path}`;
+  const url = `${withoutTrailingSlashes(options.url)}/admin${path}`;
   let res: Response;
   try {
     res = await fetch(url, {
@@ -114,6 +122,8 @@ interface Field {
   /** Key in the request body. */
   key: string;
   parse?(value: string, previous: unknown): unknown;
+  /** The word that clears the field (sent as null). */
+  clear?: string;
   /** On create: required, optional, or not accepted at all (undefined). */
   create?: 'required' | 'optional';
   update?: boolean;
@@ -140,7 +150,7 @@ function bodyFrom(fields: Field[], values: Record<string, unknown>): Row {
   const body: Row = {};
   for (const field of fields) {
     const value = values[new Option(field.flags).attributeName()];
-    if (value !== undefined) body[field.key] = value;
+    if (value !== undefined) body[field.key] = field.clear !== undefined && value === field.clear ? null : value;
   }
   return body;
 }
@@ -231,6 +241,78 @@ function revokeCommand(name: string, argument: string, description: string, path
       const data = (await request(globals(c), 'POST', path(key), body?.(key))) as { revoked: number };
       print(c, data, ({ revoked }) => console.log(`revoked ${revoked} grant${revoked === 1 ? '' : 's'}`));
     });
+}
+
+// An agent's public keys; --generate makes the pair here, so that the private key never leaves this machine.
+const KEY_TYPES = { EdDSA: () => generateKeyPairSync('ed25519'), ES256: () => generateKeyPairSync('ec', { namedCurve: 'P-256' }) };
+
+/** The public JWK in `file`; a private key is refused here, before it is sent anywhere. */
+function readPublicJwk(file: string): Row {
+  let jwk: unknown;
+  try {
+    jwk = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new CliError(`cannot read a JWK from ${file}: ${(err as Error).message}`);
+  }
+  if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw new CliError(`${file} does not hold a JWK (a JSON object)`);
+  if ('d' in jwk) throw new CliError(`${file} holds a private key: register its public half (the JWK without "d")`);
+  return jwk as Row;
+}
+
+/**
+ * A new key pair: the private key written to `out` as PKCS#8 PEM with mode 0600 (never over an
+ * existing file), the public half returned for registration.
+ */
+function generateKey(alg: keyof typeof KEY_TYPES, out: string): { jwk: Row; forget: () => void } {
+  const { privateKey, publicKey } = KEY_TYPES[alg]();
+  try {
+    writeFileSync(out, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    throw new CliError(`cannot write the private key to ${out}: ${(err as Error).message}`);
+  }
+  return { jwk: publicKey.export({ format: 'jwk' }) as Row, forget: () => unlinkSync(out) };
+}
+
+function withAgentKeys(agents: Command): Command {
+  const keys = agents.command('keys').description("an agent's public keys, for signing in with an assertion instead of its secret");
+  const path = (id: string, kid?: string) => `/agents/${segment(id)}/keys${kid === undefined ? '' : `/${segment(kid)}`}`;
+  keys
+    .command('add <agent>')
+    .description('register a public key: from a JWK file, or a new key pair whose private half goes to --out')
+    .addOption(new Option('--jwk <file>', 'a public JWK (Ed25519 or P-256) in a file').conflicts('generate'))
+    .addOption(new Option('--generate', 'make a new key pair here; the private key is written to --out, never printed'))
+    .addOption(new Option('--out <file>', 'with --generate: where to write the private key (PKCS#8 PEM, mode 0600)'))
+    .addOption(new Option('--alg <alg>', 'with --generate: EdDSA (Ed25519) or ES256 (P-256)').choices(Object.keys(KEY_TYPES)).default('EdDSA'))
+    .action(async (agent: string, options: { jwk?: string; generate?: boolean; out?: string; alg: keyof typeof KEY_TYPES }, c: Command) => {
+      if (!options.jwk && !options.generate) throw new CliError('give --jwk FILE, or --generate --out FILE');
+      if (options.generate && !options.out) throw new CliError('--generate needs --out FILE for the private key');
+      const generated = options.generate ? generateKey(options.alg, options.out!) : undefined;
+      let added: Row;
+      try {
+        added = (await request(globals(c), 'POST', path(agent), { jwk: generated?.jwk ?? readPublicJwk(options.jwk!) })) as Row;
+      } catch (err) {
+        // Not registered: a private key for nothing is not left behind.
+        generated?.forget();
+        throw err;
+      }
+      print(c, added, printRecord);
+      if (generated) console.error(`note: the private key is in ${show(options.out)} (mode 0600); give it to the agent, and to no one else`);
+    });
+  keys
+    .command('list <agent>')
+    .description("list an agent's keys")
+    .action(async (agent: string, _options, c: Command) => {
+      const data = (await request(globals(c), 'GET', path(agent))) as { keys: Row[] };
+      print(c, data, ({ keys: rows }) => printTable(rows, ['kid', 'alg', 'created_at', 'last_used_at']));
+    });
+  keys
+    .command('delete <agent> <kid>')
+    .description('delete a key: assertions it signs are refused from now on')
+    .action(async (agent: string, kid: string, _options, c: Command) => {
+      await request(globals(c), 'DELETE', path(agent, kid));
+      print(c, { deleted: kid }, () => console.log(`deleted key ${show(kid)}`));
+    });
+  return agents;
 }
 
 function withAgentGrants(agents: Command): Command {
@@ -337,9 +419,31 @@ auditCommand.action(async (options: Record<string, string>, c: Command) => {
   });
 });
 
+// The back-channel logout outbox (OpenID Connect mode).
+const DELIVERY_COLUMNS = ['jti', 'client_id', 'agent_id', 'reason', 'attempts', 'created_at', 'last_error'];
+const logoutCommand = new Command('logout-deliveries').description('logout tokens sent to websites when grants end (back-channel logout)');
+logoutCommand
+  .command('failed')
+  .description('list deliveries given up after an hour of refusals, newest first')
+  .option('--client <id>', 'of one website only')
+  .action(async (options: { client?: string }, c: Command) => {
+    const query = new URLSearchParams({ status: 'failed', ...(options.client ? { client_id: options.client } : {}) });
+    const data = (await request(globals(c), 'GET', `/logout-deliveries?${query}`)) as { deliveries: Row[] };
+    print(c, data, ({ deliveries }) => printTable(deliveries, DELIVERY_COLUMNS));
+  });
+logoutCommand
+  .command('retry <jti>')
+  .description('try a failed delivery again now (the same logout token id)')
+  .action(async (jti: string, _options, c: Command) => {
+    const data = (await request(globals(c), 'POST', `/logout-deliveries/${segment(jti)}/retry`)) as Row;
+    print(c, data, (delivery) => console.log(`delivery ${show(String(delivery.jti))} is pending again; the sender tries it now`));
+  });
+
 // The ID token signing keys (OpenID Connect mode).
-const printKeys = (data: { alg: string; current_kid: string; keys: Row[] }) => {
-  console.log(`alg          ${show(data.alg)}\ncurrent kid  ${show(data.current_kid)}\n\npublished`);
+const printKeys = (data: { alg: string; current_kid: string; current: Row[]; keys: Row[] }) => {
+  console.log(`default alg  ${show(data.alg)}\ncurrent kid  ${show(data.current_kid)}\n\ncurrent`);
+  printTable(data.current, ['alg', 'kid']);
+  console.log('\npublished');
   printTable(data.keys, ['kid', 'alg', 'kty']);
 };
 const keysCommand = new Command('keys').description('the keys that sign ID tokens (OpenID Connect mode)');
@@ -385,28 +489,54 @@ const program = new Command('agent-auth')
             create: 'required',
             update: true,
           },
+          {
+            flags: '--id-token-alg <alg>',
+            description: 'algorithm of its ID tokens: RS256 (recommended), ES256 or EdDSA; "default" for ID_TOKEN_SIGNING_ALG',
+            key: 'id_token_signed_response_alg',
+            clear: 'default',
+            create: 'optional',
+            update: true,
+          },
+          {
+            flags: '--backchannel-logout-uri <uri>',
+            description: 'where it hears that a grant ended (back-channel logout; https, or http on localhost); "none" to stop',
+            key: 'backchannel_logout_uri',
+            clear: 'none',
+            create: 'optional',
+            update: true,
+          },
         ],
       }),
     ),
   )
   .addCommand(
-    withAgentGrants(
-      resourceCommand({
-        plural: 'agents',
-        singular: 'agent',
-        secretField: 'agent_secret',
-        columns: ['agent_id', 'email', 'name', 'active'],
-        fields: [
-          { flags: '--email <email>', description: "email of the agent's user", key: 'email', create: 'required' },
-          { flags: '--name <name>', description: 'display name of the agent', key: 'name', create: 'optional', update: true },
-        ],
-      }),
+    withAgentKeys(
+      withAgentGrants(
+        resourceCommand({
+          plural: 'agents',
+          singular: 'agent',
+          secretField: 'agent_secret',
+          columns: ['agent_id', 'email', 'name', 'active'],
+          fields: [
+            { flags: '--email <email>', description: "email of the agent's user", key: 'email', create: 'required' },
+            { flags: '--name <name>', description: 'display name of the agent', key: 'name', create: 'optional', update: true },
+            {
+              flags: '--secret-enabled <bool>',
+              description: 'false: key-only, the agent signs in with its keys and its secret is refused',
+              key: 'secret_enabled',
+              parse: parseBool,
+              update: true,
+            },
+          ],
+        }),
+      ),
     ),
   )
   .addCommand(usersCommand)
   .addCommand(grantsCommand)
   .addCommand(auditCommand)
-  .addCommand(keysCommand);
+  .addCommand(keysCommand)
+  .addCommand(logoutCommand);
 
 program.parseAsync().catch((err: unknown) => {
   console.error(`error: ${escapeControls(err instanceof Error ? err.message : String(err))}`);

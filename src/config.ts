@@ -43,6 +43,15 @@ export type VariableDoc = {
   section?: 'branding';
 };
 
+/** TRUST_PROXY and ADMIN_TRUST_PROXY. */
+const trustProxy = z.string().transform((v, ctx) => {
+  const trusted = parseTrustProxy(v);
+  const bad = Array.isArray(trusted) ? trusted.find((entry) => !isProxyAddress(entry)) : undefined;
+  if (bad !== undefined)
+    ctx.addIssue({ code: 'custom', message: `must be true, false, a hop count or a comma-separated list of addresses/CIDRs ("${bad}" is none)` });
+  return trusted;
+});
+
 const about = (title: string, description = title, more: Pick<VariableDoc, 'shownDefault' | 'section'> = {}): VariableDoc => ({
   title,
   description,
@@ -74,6 +83,18 @@ const envSchema = z.object({
       about(
         '`postgres://…`: keep state in PostgreSQL instead of the embedded store.',
         '`postgres://user:password@host:5432/db`. When set, state lives in that PostgreSQL.',
+      ),
+    ),
+  DATABASE_TIMEOUT_MS: z.coerce
+    .number()
+    .int()
+    .min(500)
+    .max(60_000)
+    .default(3000)
+    .meta(
+      about(
+        'How long a PostgreSQL statement or connection may take before the request gets 503; after one timeout, 503 at once until the database answers again.',
+        'How long the server waits for PostgreSQL to connect or to answer a statement (the database itself gives up 0.5 s sooner, so that nothing commits unseen) before the request gets 503 with `Retry-After`. After one timeout every request gets 503 at once, instead of queueing behind a database that does not answer, until a probe (one a second) answers in time. Migrations are not bounded. See "Failure modes".',
       ),
     ),
   DATA_DIR: z
@@ -247,20 +268,29 @@ const envSchema = z.object({
         'Grants (and as many clients and verified access tokens) each instance keeps in memory for `/userinfo` and `/introspect`; `0` switches the cache off. See [Grant cache](#grant-cache).',
       ),
     ),
-  TRUST_PROXY: z
-    .string()
-    .transform((v, ctx) => {
-      const trusted = parseTrustProxy(v);
-      const bad = Array.isArray(trusted) ? trusted.find((entry) => !isProxyAddress(entry)) : undefined;
-      if (bad !== undefined)
-        ctx.addIssue({ code: 'custom', message: `must be true, false, a hop count or a comma-separated list of addresses/CIDRs ("${bad}" is none)` });
-      return trusted;
-    })
+  GRANT_CACHE_MAX_AGE_SECONDS: seconds
+    .max(10)
+    .default(10)
+    .meta(
+      about(
+        'Longest time a cached grant or client is served from memory, whatever happens to the notifications (at most 10).',
+        'Longest time an instance serves a cached grant or client from memory before reading it again, at most 10. Notifications make revocation immediate; this bounds what a failure that loses them unnoticed could cost (see [Grant cache](#grant-cache)).',
+      ),
+    ),
+  TRUST_PROXY: trustProxy
     .default(false)
     .meta(
       about(
         'Which proxies to believe about the client address (`X-Forwarded-For`), scheme and host: `true` (any: only if the proxy overwrites the header), a hop count such as `1` (the proxy in front of us appends; its entry counts), or a comma-separated list of proxy addresses/CIDRs (`10.0.0.0/8,127.0.0.1`).',
         "Which proxies to believe about the client address, scheme and host (`X-Forwarded-For`, `-Proto`, `-Host`). `true`: any, so only when the proxy in front *overwrites* these headers (the compose `scale` profile's nginx does). A hop count, e.g. `1`: that many proxies in front, each *appending* to `X-Forwarded-For` (most cloud load balancers): the last entry is the client's, whatever the client prepended; the server must then be reachable only through them. A comma-separated list of proxy addresses, CIDRs or `loopback`/`linklocal`/`uniquelocal`: entries are believed while they come from these. Otherwise a client can pick the address that rate limits count.",
+      ),
+    ),
+  ADMIN_TRUST_PROXY: trustProxy
+    .default(false)
+    .meta(
+      about(
+        'Like `TRUST_PROXY`, for the admin listener (which ignores `TRUST_PROXY`).',
+        'Like `TRUST_PROXY`, for the admin listener only, which does not follow `TRUST_PROXY`: it is reached directly or through a proxy of its own, and believing a header there would let a caller pick the address that the admin failure budget counts. Set it only when the admin listener is reached through a proxy that overwrites or appends `X-Forwarded-For`.',
       ),
     ),
   REDIS_URL: z
@@ -282,6 +312,32 @@ const envSchema = z.object({
       about(
         'Connect and command timeout for Redis; past it, limits fail open (docs/operations.md, "Rate limits and Redis").',
         'How long a Redis connect or command may take before limits fail open.',
+      ),
+    ),
+  REQUEST_TIMEOUT_SECONDS: seconds
+    .max(600)
+    .default(30)
+    .meta(
+      about(
+        'A request whose headers and body have not all arrived after this long gets 408 and its connection closed.',
+        'How long a client may take to send a whole request, headers and body; past it, 408 and the connection is closed (checked every second). Responses, long polls included, are not bounded by it. See "Slow clients".',
+      ),
+    ),
+  HEADERS_TIMEOUT_SECONDS: seconds
+    .max(600)
+    .default(10)
+    .meta(
+      about(
+        'A request whose headers have not all arrived after this long gets 408 and its connection closed.',
+        'How long a client may take to send the request line and headers; past it, 408 and the connection is closed. Must not exceed `REQUEST_TIMEOUT_SECONDS`. See "Slow clients".',
+      ),
+    ),
+  MAX_CONNECTIONS_PER_IP: count
+    .default(100)
+    .meta(
+      about(
+        'Open connections per client address on each listener (an IPv6 /64 counts as one); the proxies `TRUST_PROXY` trusts are exempt (`0` = no cap).',
+        'Open connections per client address on each listener, an IPv6 /64 counting as one; a connection past it is closed at once. The addresses of proxies that `TRUST_PROXY` (on the admin listener `ADMIN_TRUST_PROXY`) trusts are exempt, since every client behind them shares their address; with `true` or a hop count every peer is taken for a proxy and nothing is capped here (cap connections at the proxy then). `0` switches the cap off. See "Slow clients".',
       ),
     ),
   RATE_LIMIT_WINDOW_SECONDS: seconds.default(60).meta(about('Rate-limit window.', 'Length of the rate-limit window.')),
@@ -341,6 +397,14 @@ const envSchema = z.object({
         'Calls to `POST /account/passkey/options` and `POST /account/passkey/sign-in` per client address per window: each issues or spends a challenge kept in the store, before anyone is signed in.',
       ),
     ),
+  RATE_LIMIT_ADMIN_FAILURES_PER_IP: count
+    .default(10)
+    .meta(
+      about(
+        'Failed admin authentications (admin API token, console sign-in) per client address per window.',
+        'Failed admin authentications per client address per window, the admin API (a wrong or missing bearer token) and the console sign-in counted together; past it, 429 with `Retry-After`. The right token from another address is still accepted.',
+      ),
+    ),
   RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: count.default(20).meta(about('Failed client authentications per client id and client address per window.')),
   BRAND_NAME: z
     .string()
@@ -395,6 +459,9 @@ export class ConfigError extends Error {}
 function settingsFrom(e: z.output<typeof envSchema>) {
   if (e.JWT_SECRET && e.JWT_SECRETS) throw new ConfigError('invalid configuration: set JWT_SECRET or JWT_SECRETS, not both');
   if (e.BRAND_LOGO_URL && e.BRAND_LOGO_FILE) throw new ConfigError('invalid configuration: set BRAND_LOGO_URL or BRAND_LOGO_FILE, not both');
+  if (e.HEADERS_TIMEOUT_SECONDS > e.REQUEST_TIMEOUT_SECONDS) {
+    throw new ConfigError('invalid configuration: HEADERS_TIMEOUT_SECONDS must not exceed REQUEST_TIMEOUT_SECONDS');
+  }
   if (e.DATA_DIR === 'memory' && !e.ADMIN_TOKEN) {
     throw new ConfigError('invalid configuration: ADMIN_TOKEN must be set with DATA_DIR=memory (a generated one would be kept nowhere)');
   }
@@ -403,6 +470,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     host: e.HOST,
     issuer: e.ISSUER ?? `http://localhost:${e.PORT}`,
     databaseUrl: e.DATABASE_URL,
+    databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
     dataDir: e.DATA_DIR,
     /** Configured signing secrets, newest first; empty means "use the one kept in the store". */
     jwtSecrets: e.JWT_SECRETS ?? (e.JWT_SECRET ? [e.JWT_SECRET] : []),
@@ -434,8 +502,15 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     shutdownDelaySeconds: e.SHUTDOWN_DELAY_SECONDS,
     auditRetentionDays: e.AUDIT_RETENTION_DAYS,
     grantCacheSize: e.GRANT_CACHE_SIZE,
+    grantCacheMaxAgeSeconds: e.GRANT_CACHE_MAX_AGE_SECONDS,
     trustProxy: e.TRUST_PROXY,
+    adminTrustProxy: e.ADMIN_TRUST_PROXY,
     redisUrl: e.REDIS_URL,
+    connections: {
+      requestTimeoutSeconds: e.REQUEST_TIMEOUT_SECONDS,
+      headersTimeoutSeconds: e.HEADERS_TIMEOUT_SECONDS,
+      maxConnectionsPerIp: e.MAX_CONNECTIONS_PER_IP,
+    },
     redisTimeoutMs: e.REDIS_TIMEOUT_MS,
     rateLimits: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
@@ -449,6 +524,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
       emailLinkPerIp: e.RATE_LIMIT_EMAIL_LINK_PER_IP,
       emailLinkPerEmail: e.RATE_LIMIT_EMAIL_LINK_PER_EMAIL,
       passkeySignInPerIp: e.RATE_LIMIT_PASSKEY_SIGN_IN_PER_IP,
+      adminFailuresPerIp: e.RATE_LIMIT_ADMIN_FAILURES_PER_IP,
     },
     brand: { name: e.BRAND_NAME, logoUrl: e.BRAND_LOGO_URL, logoFile: e.BRAND_LOGO_FILE, accentColor: e.BRAND_ACCENT_COLOR },
   };

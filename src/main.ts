@@ -13,6 +13,11 @@ async function main() {
     }
     throw err;
   }
+  if (config.idTokenSigningAlg && config.idTokenSigningAlg !== 'RS256') {
+    process.stderr.write(
+      `agent-auth: warning: ID_TOKEN_SIGNING_ALG=${config.idTokenSigningAlg} breaks clients that assume RS256; RS256 is recommended (a website may register its own id_token_signed_response_alg)\n`,
+    );
+  }
   const server = await startServer(config);
   // The pre-stop delay, then up to 10 s to drain; past that the process exits 1.
   closeWithGrace({ delay: (config.shutdownDelaySeconds + 10) * 1000 }, async ({ err, signal }) => {

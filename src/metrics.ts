@@ -48,6 +48,12 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers,
     }),
+    logoutDeliveries: new Counter({
+      name: 'agent_auth_logout_deliveries_total',
+      help: 'Back-channel logout token deliveries: delivered (2xx), retried (refused, to be tried again), failed (given up after an hour of retries)',
+      labelNames: ['result'] as const,
+      registers,
+    }),
     rateLimitHits: new Counter({
       name: 'agent_auth_rate_limit_hits_total',
       help: 'Requests refused with 429, by limiter',

@@ -8,6 +8,7 @@ import { buildApp } from './app.js';
 import type { Config } from './config.js';
 import { schedulePurge } from './jobs/purge.js';
 import { loggerOptions } from './logger.js';
+import { startLogoutSender } from './logout/sender.js';
 import { openServices, type Services } from './services.js';
 
 export interface RunningServer {
@@ -43,6 +44,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const url = await app.listen({ port: config.port, host: config.host });
     const adminUrl = await admin.listen({ port: config.adminPort, host: config.adminHost });
     const stopPurge = schedulePurge(services, config.purgeIntervalSeconds, { auditRetentionDays: config.auditRetentionDays, log: logger });
+    // Back-channel logout: every instance sends from the shared outbox (OpenID Connect mode only).
+    const { signingKeys } = services;
+    const sender = signingKeys && (await startLogoutSender({ ...services, signingKeys, log: logger.child({ job: 'logout' }) }));
     return {
       url,
       adminUrl,
@@ -56,6 +60,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         app.server.on('request', (_request: IncomingMessage, response: ServerResponse) => void (response.shouldKeepAlive = false));
         await sleep(config.shutdownDelaySeconds * 1000);
         await stopPurge();
+        await sender?.stop();
         await Promise.all([app.close(), admin.close()]);
         await services.db.close();
       },

@@ -46,7 +46,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
   try {
     await migrate(database);
     const metrics = createMetrics();
-    const grantCache: StoreCache = new GrantCache(config.grantCacheSize, metrics);
+    const grantCache: StoreCache = new GrantCache(config.grantCacheSize, metrics, config.grantCacheMaxAgeSeconds * 1000);
     await grantCache.listen(database);
     const store = createStore(database, grantCache);
     const signingKeys = config.idTokenSigningAlg

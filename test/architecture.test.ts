@@ -16,6 +16,7 @@ const FLOORS: Record<string, number> = {
   cache: 3,
   store: 4,
   events: 5,
+  'agent-keys': 5,
   oauth: 5,
   oidc: 5,
   pages: 5,
@@ -24,6 +25,7 @@ const FLOORS: Record<string, number> = {
   owners: 6,
   passkeys: 6,
   approvals: 6,
+  logout: 6,
   'services.ts': 7,
   plugins: 8,
   routes: 9,
@@ -59,20 +61,22 @@ const SERVICE_USERS = new Set([
 const STORE_SLICES: Record<string, string[]> = {
   'services.ts': ['serverKeys'],
   oidc: ['serverKeys'],
-  flows: ['signIns', 'agents', 'auditLog'],
-  tokens: ['clients', 'grants', 'grantAdmin'],
   owners: ['emailLinks', 'ownerSessions'],
   // Passkeys: their own rows and challenges; signing in with one starts an owner session.
   passkeys: ['passkeys', 'ownerSessions'],
   // The owner's decision on a waiting sign-in, checked with their passkeys.
   approvals: ['approvals', 'passkeys'],
+  // The portal: the owner's own settings and sessions; everything else through src/owners.
+  account: ['owners', 'ownerSessions', 'passkeys', 'approvals'],
+  'agent-keys': ['agentKeys'],
+  flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
+  tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
+  logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],
   // /authorize reads the website it starts a sign-in for; /readyz pings the store.
   routes: ['clients', 'maintenance'],
-  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys'],
-  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions'],
-  // The portal: the owner's own settings and sessions; everything else through src/owners.
-  account: ['owners', 'ownerSessions', 'passkeys', 'approvals'],
+  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries'],
+  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

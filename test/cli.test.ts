@@ -347,14 +347,19 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
 describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
   const adminToken = 'cli-keys-admin-token-0123456789';
   let local: Awaited<ReturnType<typeof startLocalServer>>;
+  beforeAll(async () => {
+    local = await startLocalServer({ ADMIN_TOKEN: adminToken, ID_TOKEN_SIGNING_ALG: 'ES256' });
+  });
   afterAll(() => local?.stop());
 
   it('lists the ID token signing keys and rotates them; the old key stays published', async () => {
-    local = await startLocalServer({ ADMIN_TOKEN: adminToken, ID_TOKEN_SIGNING_ALG: 'ES256' });
     const { server } = local;
     const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
+    // The ES256 keys in the JWKS (one current key per algorithm is published, RS256 first).
     const jwks = async () =>
-      ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+      ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string; alg: string }[] }).keys
+        .filter((k) => k.alg === 'ES256')
+        .map((k) => k.kid);
     const [first] = await jwks();
 
     const listed = await cli(['keys', 'list']);
@@ -366,5 +371,37 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
     expect(alg).toBe('ES256');
     expect(current).not.toBe(first);
     expect(await jwks()).toEqual([current, first]);
+  });
+
+  it('registers a website’s ID token algorithm and logout URI, lists failed logout deliveries and retries one', async () => {
+    const { server } = local;
+    const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
+    const created = await cli([
+      '--json',
+      ...['clients', 'create', '--name', 'Logout shop', '--redirect-uri', 'https://shop.example/cb'],
+      ...['--id-token-alg', 'EdDSA', '--backchannel-logout-uri', 'https://shop.example/logout'],
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    const client = JSON.parse(created.stdout);
+    expect(client).toMatchObject({ id_token_signed_response_alg: 'EdDSA', backchannel_logout_uri: 'https://shop.example/logout' });
+    const cleared = await cli(['--json', 'clients', 'update', client.client_id, '--id-token-alg', 'default', '--backchannel-logout-uri', 'none']);
+    expect(cleared.code, cleared.stderr).toBe(0);
+    expect(JSON.parse(cleared.stdout)).toMatchObject({ id_token_signed_response_alg: null, backchannel_logout_uri: null });
+
+    // A delivery given up after an hour of refusals, as the sender leaves it.
+    await server.services.db.query(
+      `INSERT INTO logout_deliveries (jti, client_id, agent_id, sid, uri, reason, status, attempts, last_error)
+       VALUES ('jti-cli-1', $1, 'agent_x', 'grant_x', 'https://shop.example/logout', 'admin_agent', 'failed', 12, 'answered 500')`,
+      [client.client_id],
+    );
+    const failed = await cli(['logout-deliveries', 'failed']);
+    expect(failed.code, failed.stderr).toBe(0);
+    expect(failed.stdout).toMatch(/jti-cli-1 .*answered 500/);
+    const retried = await cli(['logout-deliveries', 'retry', 'jti-cli-1']);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toContain('pending again');
+    const again = await cli(['logout-deliveries', 'retry', 'jti-cli-1']);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('no failed logout delivery');
   });
 });

@@ -6,10 +6,16 @@
  *   CLIENT_ID=… CLIENT_SECRET=… npm run example:website       (ISSUER, default http://localhost:3000; PORT, default 8080)
  *
  * Register http://localhost:8080/callback as the client's redirect URI (the README's quick start does).
+ *
+ * With OIDC=true (agent-auth in OpenID Connect mode) it signs in with OpenID Connect and keeps the
+ * ID token's `sid` with its session; register http://localhost:8080/backchannel-logout as the
+ * website's backchannel_logout_uri, and the session ends when agent-auth says the grant ended
+ * (a revocation by the agent's owner or an operator): back-channel logout.
  */
 import { randomBytes } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import Fastify from 'fastify';
+import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';
 import * as oauth from 'openid-client';
 import { escapeHtml, isMain } from '../shared/site.js';
 
@@ -21,6 +27,8 @@ export interface WebsiteOptions {
   /** 0 (default) picks a free port; the registered redirect URI must then be updated to match. */
   port?: number;
   host?: string;
+  /** OpenID Connect: an ID token with each sign-in, and back-channel logout at /backchannel-logout. */
+  oidc?: boolean;
 }
 
 export interface RunningWebsite {
@@ -32,7 +40,7 @@ export interface RunningWebsite {
 
 type Session =
   | { step: 'signing-in'; state: string; codeVerifier: string }
-  | { step: 'signed-in'; sub: string; email?: string }
+  | { step: 'signed-in'; sub: string; email?: string; sid?: string }
   | { step: 'failed'; error: string };
 
 const SESSION_COOKIE = 'shop_session';
@@ -61,12 +69,34 @@ function home(issuer: string, session: Session | undefined) {
   return page(issuer, `${failure}<a id="sign-in" class="sign-in-with-agent" href="/login">Sign in with agent</a>`);
 }
 
+const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+
+/**
+ * The checks of OpenID Connect Back-Channel Logout 1.0 §2.6: signed by the issuer's key (its JWKS),
+ * typed logout+jwt, for this client, recent, with the logout event and a sid, and no nonce.
+ */
+async function verifyLogoutToken(token: string, issuer: string, clientId: string, jwks: ReturnType<typeof createRemoteJWKSet>): Promise<JWTPayload> {
+  const { payload } = await jwtVerify(token, jwks, {
+    issuer,
+    audience: clientId,
+    typ: 'logout+jwt',
+    algorithms: ['RS256', 'ES256', 'EdDSA'],
+    requiredClaims: ['iat', 'exp', 'jti', 'sid'],
+  });
+  const events = payload.events as Record<string, unknown> | undefined;
+  if (typeof events?.[BACKCHANNEL_LOGOUT_EVENT] !== 'object') throw new Error('not a back-channel logout event');
+  if ('nonce' in payload) throw new Error('a logout token carries no nonce');
+  return payload;
+}
+
 export async function startWebsite(options: WebsiteOptions): Promise<RunningWebsite> {
-  const { issuer, clientId, clientSecret, port = 0, host = '127.0.0.1' } = options;
+  const { issuer, clientId, clientSecret, port = 0, host = '127.0.0.1', oidc = false } = options;
   const config = await oauth.discovery(new URL(issuer), clientId, undefined, oauth.ClientSecretPost(clientSecret), {
-    algorithm: 'oauth2', // RFC 8414 metadata, not OpenID Connect discovery
+    // OpenID Connect discovery, or else RFC 8414 metadata.
+    algorithm: oidc ? 'oidc' : 'oauth2',
     execute: new URL(issuer).protocol === 'http:' ? [oauth.allowInsecureRequests] : [],
   });
+  const jwks = createRemoteJWKSet(new URL(config.serverMetadata().jwks_uri!));
 
   // In-memory sessions keep the example short; a real site keeps them in its session store.
   const sessions = new Map<string, Session>();
@@ -88,7 +118,7 @@ export async function startWebsite(options: WebsiteOptions): Promise<RunningWebs
     sessions.set(id, { step: 'signing-in', state, codeVerifier });
     const authorizationUrl = oauth.buildAuthorizationUrl(config, {
       redirect_uri: redirectUri,
-      scope: 'email',
+      scope: oidc ? 'openid email' : 'email',
       state,
       code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
       code_challenge_method: 'S256',
@@ -107,14 +137,32 @@ export async function startWebsite(options: WebsiteOptions): Promise<RunningWebs
         pkceCodeVerifier: session.codeVerifier,
         expectedState: session.state,
       });
-      // No ID token in plain OAuth, so there is no subject to compare; userinfo's `sub` is the agent id.
-      const user = await oauth.fetchUserInfo(config, tokens.access_token, oauth.skipSubjectCheck);
-      sessions.set(id, { step: 'signed-in', sub: user.sub, email: user.email });
+      // In OpenID Connect mode the (verified) ID token names the subject and the session (sid);
+      // in plain OAuth there is none, and userinfo's `sub` is the agent id.
+      const claims = tokens.claims();
+      const user = await oauth.fetchUserInfo(config, tokens.access_token, claims?.sub ?? oauth.skipSubjectCheck);
+      sessions.set(id, { step: 'signed-in', sub: user.sub, email: user.email, sid: claims?.sid as string | undefined });
     } catch (err) {
       const error = err instanceof oauth.AuthorizationResponseError ? err.error : err instanceof Error ? err.message : 'unknown';
       sessions.set(id, { step: 'failed', error });
     }
     return reply.redirect('/', 303);
+  });
+
+  // Back-channel logout: agent-auth POSTs a logout token (a form) when the grant behind a session ended.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) =>
+    done(null, Object.fromEntries(new URLSearchParams(body as string))),
+  );
+  app.post('/backchannel-logout', async (request, reply) => {
+    const token = (request.body as Record<string, string | undefined> | undefined)?.logout_token;
+    try {
+      const { sid } = await verifyLogoutToken(token ?? '', issuer, clientId, jwks);
+      // Ending a session twice is harmless, so a retried token (the same jti) needs no bookkeeping.
+      for (const [id, session] of sessions) if (session.step === 'signed-in' && session.sid === sid) sessions.delete(id);
+      return reply.header('cache-control', 'no-store').code(200).send();
+    } catch {
+      return reply.header('cache-control', 'no-store').code(400).send({ error: 'invalid_request' });
+    }
   });
 
   await app.listen({ port, host });
@@ -125,11 +173,13 @@ export async function startWebsite(options: WebsiteOptions): Promise<RunningWebs
 }
 
 if (isMain(import.meta.url)) {
-  const { ISSUER = 'http://localhost:3000', CLIENT_ID, CLIENT_SECRET, PORT = '8080' } = process.env;
+  const { ISSUER = 'http://localhost:3000', CLIENT_ID, CLIENT_SECRET, PORT = '8080', OIDC } = process.env;
   if (!CLIENT_ID || !CLIENT_SECRET) {
     console.error("set CLIENT_ID and CLIENT_SECRET (the README's quick start registers the website with agent-auth first)");
     process.exit(1);
   }
-  const site = await startWebsite({ issuer: ISSUER, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, port: Number(PORT), host: 'localhost' });
+  const oidc = OIDC === 'true';
+  const site = await startWebsite({ issuer: ISSUER, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, port: Number(PORT), host: 'localhost', oidc });
   console.log(`Example shop on ${site.url} (redirect URI ${site.redirectUri}), signing in with agent-auth at ${ISSUER}`);
+  if (oidc) console.log(`Back-channel logout URI: ${site.url}/backchannel-logout`);
 }

@@ -1,11 +1,15 @@
 import { z } from 'zod';
+import { agentRecords } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
 import { agentView, atLeastOne, name } from './schemas.js';
 
 /** An agent's registration, as the admin API and the console take it. */
 export const agentCreate = z.strictObject({ email: z.email().max(320), name: name.nullish() });
 // A null name clears it; the email is fixed, since it names the user the agent acts for.
-export const agentPatch = atLeastOne(z.strictObject({ name: name.nullable().optional(), active: z.boolean().optional() }));
+// secret_enabled false makes the agent key-only: it signs in with an assertion, its secret is refused.
+export const agentPatch = atLeastOne(
+  z.strictObject({ name: name.nullable().optional(), active: z.boolean().optional(), secret_enabled: z.boolean().optional() }),
+);
 
 /** Registration of agents; the email names the user record that the agent belongs to. */
 export default adminResource({
@@ -15,5 +19,5 @@ export default adminResource({
   view: agentView,
   create: agentCreate,
   patch: agentPatch,
-  store: (store) => store.agents,
+  records: (services, context) => agentRecords(services, context),
 });

@@ -1,12 +1,42 @@
 import { z } from 'zod';
+import type { Config } from '../config.js';
+import { InvalidRequest } from '../errors.js';
+import { type AdminListener, logoutUriProblem } from '../logout/delivery-address.js';
+import { SIGNING_ALGS } from '../protocol/signing.js';
 import { adminResource } from './resource.js';
-import { atLeastOne, clientView, name, redirectUris } from './schemas.js';
+import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schemas.js';
+
+const idTokenAlg = z.enum(SIGNING_ALGS);
 
 /** A website's registration, as the admin API and the console take it. */
-export const clientCreate = z.strictObject({ name, redirect_uris: redirectUris });
+export const clientCreate = z.strictObject({
+  name,
+  redirect_uris: redirectUris,
+  id_token_signed_response_alg: idTokenAlg.optional(),
+  backchannel_logout_uri: redirectUri.optional(),
+});
+// null clears an optional field: the server's default algorithm, no back-channel logout.
 export const clientPatch = atLeastOne(
-  z.strictObject({ name: name.optional(), redirect_uris: redirectUris.optional(), active: z.boolean().optional() }),
+  z.strictObject({
+    name: name.optional(),
+    redirect_uris: redirectUris.optional(),
+    id_token_signed_response_alg: idTokenAlg.nullable().optional(),
+    backchannel_logout_uri: redirectUri.nullable().optional(),
+    active: z.boolean().optional(),
+  }),
 );
+
+/**
+ * What a registration's schema cannot see: back-channel logout needs OpenID Connect mode (logout
+ * tokens are signed like ID tokens, and name the sid those carried), and its URI must not reach the
+ * admin listener, link-local or metadata addresses (it would make the server POST there).
+ */
+export async function checkLogoutUri(config: Pick<Config, 'idTokenSigningAlg'> & AdminListener, uri: string | null | undefined) {
+  if (!uri) return;
+  if (!config.idTokenSigningAlg) throw new InvalidRequest('backchannel_logout_uri needs OpenID Connect mode: set ID_TOKEN_SIGNING_ALG');
+  const problem = await logoutUriProblem(uri, config);
+  if (problem) throw new InvalidRequest(`backchannel_logout_uri ${problem}`);
+}
 
 /** Registration of websites (OAuth clients). Secrets are returned once: at creation and rotation. */
 export default adminResource({
@@ -16,5 +46,6 @@ export default adminResource({
   view: clientView,
   create: clientCreate,
   patch: clientPatch,
-  store: (store) => store.clients,
+  records: ({ store }) => store.clients,
+  check: ({ config }, body) => checkLogoutUri(config, body.backchannel_logout_uri),
 });

@@ -1,8 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFound } from '../errors.js';
-import type { Store } from '../store/index.js';
+import type { EventContext } from '../events/emitter.js';
+import type { Services } from '../services.js';
 import { idParams } from './schemas.js';
 
 // Rows as the store returns them; the response schemas pick the fields that go out.
@@ -26,7 +27,10 @@ interface ResourceOptions<Create extends z.ZodType, Patch extends z.ZodType> {
   view: z.ZodObject;
   create: Create;
   patch: Patch;
-  store(store: Store): ResourceStore<z.output<Create>, z.output<Patch>>;
+  /** The records, as one request changes them (`context`: the events it causes carry its log). */
+  records(services: Services, context: EventContext): ResourceStore<z.output<Create>, z.output<Patch>>;
+  /** Checks a body against what the process knows (the configuration), beyond its schema. */
+  check?(services: Services, body: z.output<Create> | z.output<Patch>): Promise<void>;
 }
 
 /**
@@ -44,27 +48,31 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
 
   return async function adminResourceRoutes(fastify: FastifyInstance) {
     const app = fastify.withTypeProvider<ZodTypeProvider>();
-    const records = options.store(app.services.store);
+    const records = (request: FastifyRequest) => options.records(app.services, { log: request.log });
+    const checked = async <T extends z.output<Create> | z.output<Patch>>(body: T) => {
+      await options.check?.(app.services, body);
+      return body;
+    };
     const path = `/${plural}`;
     const byId = `${path}/:id`;
 
     app.post(path, { schema: { body: options.create, response: { 201: withSecret } } }, async (request, reply) =>
-      reply.code(201).send(await records.create(request.body as z.output<Create>)),
+      reply.code(201).send(await records(request).create(await checked(request.body as z.output<Create>))),
     );
-    app.get(path, { schema: { response: { 200: z.object({ [plural]: z.array(view) }) } } }, async () => ({
-      [plural]: await records.list(),
+    app.get(path, { schema: { response: { 200: z.object({ [plural]: z.array(view) }) } } }, async (request) => ({
+      [plural]: await records(request).list(),
     }));
     app.get(byId, { schema: { params: idParams, response: { 200: view } } }, async (request) =>
-      found(request.params.id, await records.get(request.params.id)),
+      found(request.params.id, await records(request).get(request.params.id)),
     );
     app.patch(byId, { schema: { params: idParams, body: options.patch, response: { 200: view } } }, async (request) =>
-      found(request.params.id, await records.update(request.params.id, request.body as z.output<Patch>)),
+      found(request.params.id, await records(request).update(request.params.id, await checked(request.body as z.output<Patch>))),
     );
     app.post(`${byId}/secret`, { schema: { params: idParams, response: { 200: withSecret } } }, async (request) =>
-      found(request.params.id, await records.rotateSecret(request.params.id)),
+      found(request.params.id, await records(request).rotateSecret(request.params.id)),
     );
     app.delete(byId, { schema: { params: idParams } }, async (request, reply) => {
-      if (!(await records.remove(request.params.id))) throw notFound(request.params.id);
+      if (!(await records(request).remove(request.params.id))) throw notFound(request.params.id);
       return reply.code(204).send();
     });
   };

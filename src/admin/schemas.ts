@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SIGNING_ALGS } from '../protocol/signing.js';
 import { displayText } from '../protocol/text.js';
 import { transportProblem } from '../protocol/transport.js';
 
@@ -35,6 +36,8 @@ export const clientView = z.object({
   client_id: z.string(),
   name: z.string(),
   redirect_uris: z.array(z.string()),
+  id_token_signed_response_alg: z.enum(SIGNING_ALGS).nullable().describe('null: ID_TOKEN_SIGNING_ALG'),
+  backchannel_logout_uri: z.string().nullable(),
   active: z.boolean(),
   created_at: z.date(),
 });
@@ -43,5 +46,6 @@ export const agentView = z.object({
   email: z.string(),
   name: z.string().nullable(),
   active: z.boolean(),
+  secret_enabled: z.boolean().describe('false: the agent is key-only, its secret is refused'),
   created_at: z.date(),
 });

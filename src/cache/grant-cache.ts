@@ -23,9 +23,9 @@ export interface CachedClient {
 /**
  * The grants and clients that /userinfo and /introspect read, kept in memory (docs/operations.md,
  * "Grant cache"). An entry lives until a notification names it: the database announces every
- * change to what is kept (migrations/008), from any instance. Nothing is served from memory while
- * those notifications are not assured: until the listening connection is up, and after it is lost
- * until it is back and the cache has been emptied.
+ * change to what is kept (migrations/008), from any instance, or until it is `maxAgeMs` old. Nothing
+ * is served from memory while those notifications are not assured: until the listening connection
+ * is up, and after it is lost (or fails its heartbeat) until it is back and the cache has been emptied.
  */
 export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends CachedClient = CachedClient> {
   private readonly grants: LRUCache<string, Grant>;
@@ -40,13 +40,18 @@ export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends 
   private loading = 0;
   private readonly heard = new Set<string>();
 
+  /**
+   * `maxAgeMs` bounds how long an entry is served from memory in any case: whatever failure keeps a
+   * notification from arriving unnoticed, a change is seen within it (GRANT_CACHE_MAX_AGE_SECONDS).
+   */
   constructor(
     readonly size: number,
     metrics: Metrics,
+    maxAgeMs: number,
   ) {
     // lru-cache wants a positive bound; a cache of size 0 never listens, so never keeps anything.
-    this.grants = new LRUCache({ max: Math.max(1, size) });
-    this.clients = new LRUCache({ max: Math.max(1, size) });
+    this.grants = new LRUCache({ max: Math.max(1, size), ttl: maxAgeMs });
+    this.clients = new LRUCache({ max: Math.max(1, size), ttl: maxAgeMs });
     const reads = metrics.grantCacheReads;
     this.counts = { hit: reads.labels('hit'), miss: reads.labels('miss'), bypass: reads.labels('bypass') };
     // Every series from the start, so that a scraper sees 0 rather than nothing.

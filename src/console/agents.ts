@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
+import { agentRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions, withWebsiteHosts } from './resource.js';
@@ -46,12 +47,12 @@ export default async function agentPages(app: FastifyInstance) {
       path: 'agents',
       noun: 'agent',
       patch: agentPatch,
-      store: (store) => store.agents,
+      records: (services, context) => agentRecords(services, context),
       secretField: 'agent_secret',
       secretLabel: 'Agent secret',
       notices: {
         activated: 'Agent activated.',
-        deactivated: 'Agent deactivated: it cannot sign in, and its tokens stop working while it is off.',
+        deactivated: 'Agent deactivated: it cannot sign in, and its grants have ended (websites with a logout URI are told).',
         revoked: (count) => `Kill switch: ${grantCount(count)} revoked; every website has lost this agent's tokens.`,
       },
     }),

@@ -5,7 +5,6 @@ import { safeEqual, sha256 } from '../crypto/secrets.js';
 import { FormRejected } from '../errors.js';
 import { toOAuthError } from '../plugins/error-handler.js';
 import htmlPages from '../plugins/html-pages.js';
-import rateLimits from '../plugins/rate-limit.js';
 import agentPages from './agents.js';
 import auditPages from './audit-log.js';
 import homePage from './home.js';
@@ -40,7 +39,6 @@ export default async function consolePlugin(app: FastifyInstance, options: { adm
   await app.register(fastifyCookie);
   await app.register(fastifyFormbody);
   await app.register(htmlPages, { formActionSelf: true });
-  await app.register(rateLimits);
 
   // Anything but the login form and the assets needs a session; without one, the login form.
   app.addHook('onRequest', async (request, reply) => {

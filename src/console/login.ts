@@ -1,11 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { sha256 } from '../crypto/secrets.js';
-import { byAddress } from '../plugins/rate-limit.js';
+import { ADMIN_FAILURES, byAddress } from '../plugins/rate-limit.js';
 import { renderConsole } from './render.js';
-
-// Failed logins per address and window (RATE_LIMIT_WINDOW_SECONDS): ample for a person mistyping,
-// far too few to guess a token, and no one else's address is affected.
-const FAILED_LOGINS = 10;
 
 /**
  * Operators log in to the console (the admin token, once per session) and out again. The URL says
@@ -13,7 +9,7 @@ const FAILED_LOGINS = 10;
  */
 export default async function loginPages(app: FastifyInstance) {
   const keys = app.consoleKeys;
-  const failures = app.budget('console-sign-in', FAILED_LOGINS, byAddress);
+  const failures = app.budget(ADMIN_FAILURES, app.services.config.rateLimits.adminFailuresPerIp, byAddress);
 
   app.get('/sign-in', { config: { html: true, consolePublic: true } }, async (request, reply) => {
     if (request.consoleSession) return reply.redirect('/console', 303);

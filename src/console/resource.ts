@@ -2,6 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { found, revokeGrants } from '../admin/grants.js';
 import { NotFound } from '../errors.js';
+import type { EventContext } from '../events/emitter.js';
+import type { Services } from '../services.js';
 import type { Store } from '../store/index.js';
 import { idPattern, parseForm, redirectWith } from './render.js';
 
@@ -44,7 +46,10 @@ interface ResourceActions {
   /** The admin API's name of the record, and its revocation level. */
   noun: Noun;
   patch: z.ZodType;
-  store(store: Store): {
+  records(
+    services: Services,
+    context: EventContext,
+  ): {
     update(id: string, patch: never): Promise<unknown>;
     rotateSecret(id: string): Promise<Record<string, unknown> | undefined>;
   };
@@ -61,20 +66,20 @@ export const grantCount = (count: number) => `${count} grant${count === 1 ? '' :
  */
 export function resourceActions(options: ResourceActions) {
   return async function resourceActionRoutes(app: FastifyInstance) {
-    const records = options.store(app.services.store);
+    const records = (request: FastifyRequest) => options.records(app.services, { log: request.log });
     const page = { config: { html: true } };
     const back = (id: string) => `/console/${options.path}/${id}`;
 
     app.post(`/${options.path}/:id/active`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
       const active = form(request).active === 'true';
-      found(await records.update(id, parseForm(options.patch, { active }, back(id)) as never), options.noun, id);
+      found(await records(request).update(id, parseForm(options.patch, { active }, back(id)) as never), options.noun, id);
       return redirectWith(request, reply, back(id), { notice: active ? options.notices.activated : options.notices.deactivated });
     });
 
     app.post(`/${options.path}/:id/secret`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
-      const rotated = found(await records.rotateSecret(id), options.noun, id);
+      const rotated = found(await records(request).rotateSecret(id), options.noun, id);
       return redirectWith(request, reply, back(id), {
         notice: 'New secret issued; the old one no longer works.',
         secret: { label: options.secretLabel, value: String(rotated[options.secretField]) },

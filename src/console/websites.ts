@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { clientCreate, clientPatch } from '../admin/clients.js';
+import { checkLogoutUri, clientCreate, clientPatch } from '../admin/clients.js';
 import { found } from '../admin/grants.js';
+import { InvalidRequest } from '../errors.js';
 import { listPage } from './home.js';
-import { firstProblem, parseForm, redirectWith, renderConsole } from './render.js';
+import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions } from './resource.js';
 
 const lines = (value: string | undefined) =>
@@ -13,7 +14,8 @@ const lines = (value: string | undefined) =>
 
 /** Websites (OAuth clients): list, register, edit, switch off and on, rotate the secret, revoke all grants. */
 export default async function websitePages(app: FastifyInstance) {
-  const { clients, grantAdmin } = app.services.store;
+  const { clients, grantAdmin, logoutDeliveries } = app.services.store;
+  const { config } = app.services;
   const page = { config: { html: true } };
 
   const list = listPage(app, 'websites', 'Websites', 'clients');
@@ -39,7 +41,11 @@ export default async function websitePages(app: FastifyInstance) {
       title: client.name,
       nav: 'websites',
       client,
+      oidc: config.idTokenSigningAlg !== undefined,
+      defaultAlg: config.idTokenSigningAlg,
       agents: (await grantAdmin.activeAgentsOf(id)) ?? [],
+      deliveries: await logoutDeliveries.list({ clientId: id, limit: 20 }),
+      failures: await logoutDeliveries.list({ clientId: id, status: 'failed', limit: 20 }),
     });
   });
 
@@ -47,7 +53,25 @@ export default async function websitePages(app: FastifyInstance) {
     const id = idParam(request, 'client');
     const body = form(request);
     const back = `/console/websites/${id}`;
-    found(await clients.update(id, parseForm(clientPatch, { name: body.name, redirect_uris: lines(body.redirect_uris) }, back)), 'client', id);
+    const patch = parseForm(
+      clientPatch,
+      {
+        name: body.name,
+        redirect_uris: lines(body.redirect_uris),
+        // OpenID Connect mode's fields; empty clears them (the default algorithm, no back-channel logout).
+        ...(config.idTokenSigningAlg
+          ? {
+              id_token_signed_response_alg: body.id_token_signed_response_alg || null,
+              backchannel_logout_uri: body.backchannel_logout_uri?.trim() || null,
+            }
+          : {}),
+      },
+      back,
+    );
+    await checkLogoutUri(config, patch.backchannel_logout_uri).catch((err: unknown) => {
+      throw err instanceof InvalidRequest ? new FormProblem(err.description, back) : err;
+    });
+    found(await clients.update(id, patch), 'client', id);
     return redirectWith(request, reply, back, { notice: 'Saved.' });
   });
 
@@ -56,7 +80,7 @@ export default async function websitePages(app: FastifyInstance) {
       path: 'websites',
       noun: 'client',
       patch: clientPatch,
-      store: (store) => store.clients,
+      records: ({ store }) => store.clients,
       secretField: 'client_secret',
       secretLabel: 'Client secret',
       notices: {

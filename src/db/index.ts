@@ -6,8 +6,8 @@ import type { Db } from './types.js';
 
 export type { Db, Queryable } from './types.js';
 
-export async function openDb(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Db> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+export async function openDb(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databaseTimeoutMs'>): Promise<Db> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.databaseTimeoutMs);
   // Loaded only for the embedded store, as are the WASM engine's megabytes.
   const { openPglite } = await import('./pglite.js');
   if (config.dataDir === 'memory') return openPglite('memory');

@@ -1,7 +1,19 @@
+import { Socket } from 'node:net';
 import pg from 'pg';
 import type { ListenOptions } from './types.js';
 
 const RECONNECT_DELAY_MS = 1000;
+/**
+ * A path that drops an idle connection without a FIN or RST (a NAT, firewall or load balancer
+ * idle timeout) leaves both ends believing it is up, and notifications stop arriving unseen. So the
+ * listening connection proves itself every HEARTBEAT_INTERVAL_MS with a round trip; an answer not
+ * back within HEARTBEAT_TIMEOUT_MS counts as a lost connection (docs/operations.md, "Grant cache").
+ * A round trip answered also proves that every notification sent before it has arrived.
+ */
+export const HEARTBEAT_INTERVAL_MS = 2000;
+export const HEARTBEAT_TIMEOUT_MS = 1500;
+// Named, so that pg_stat_activity tells the listening connection apart.
+const HEARTBEAT = 'SELECT 1 AS agent_auth_listener_heartbeat';
 
 /**
  * One dedicated connection (outside the pool) that LISTENs for the whole process. When it is
@@ -49,19 +61,40 @@ export function createPgListener(connectionString: string) {
 
   function connect(): Promise<pg.Client> {
     connecting ??= (async () => {
-      const c = new pg.Client({ connectionString, connectionTimeoutMillis: 5000 });
+      // Our own socket, to cut it when the heartbeat goes unanswered: ending a connection politely
+      // waits for a server that may never answer. TCP keepalive too, for the kernel's own view.
+      const socket = new Socket();
+      const c = new pg.Client({
+        connectionString,
+        connectionTimeoutMillis: 5000,
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 1000,
+        stream: () => socket,
+      });
       c.on('notification', dispatch);
       c.on('error', () => lost(c));
       c.on('end', () => lost(c));
       await c.connect();
       for (const channel of handlers.keys()) await c.query(`LISTEN ${quote(channel)}`);
       client = c;
+      heartbeat(c, socket);
       announce(true);
       return c;
     })().finally(() => {
       connecting = undefined;
     });
     return connecting;
+  }
+
+  function heartbeat(c: pg.Client, socket: Socket) {
+    const timer = setInterval(() => {
+      if (client !== c) return clearInterval(timer);
+      const late = setTimeout(() => socket.destroy(), HEARTBEAT_TIMEOUT_MS);
+      c.query(HEARTBEAT).then(
+        () => clearTimeout(late),
+        () => socket.destroy(),
+      );
+    }, HEARTBEAT_INTERVAL_MS).unref();
   }
 
   function reconnectLater() {

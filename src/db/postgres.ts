@@ -16,24 +16,58 @@ function statementName(sql: string): string | undefined {
   return name;
 }
 
-// Client-side wait for an answer, and the server-side limit on a statement, which must be shorter.
-const QUERY_TIMEOUT_MS = 10_000;
-const STATEMENT_TIMEOUT_MS = 8_000;
+// While the circuit is open (below), the database is asked again this often.
+const PROBE_INTERVAL_MS = 1000;
+// Migrations may rightly take long, and an instance starting beside another waits for its turn.
+const UNBOUNDED_MS = 10 * 60_000;
 
-export function openPostgres(connectionString: string): Db {
+/** A statement with its own deadline (pg reads `query_timeout` per query; its types do not say so). */
+const timed = (query: pg.QueryConfig, queryTimeout: number | undefined) => ({ ...query, query_timeout: queryTimeout }) as pg.QueryConfig;
+
+/** The refusal while the circuit is open: the database did not answer in time, and has not since. */
+class NotAnswering extends Error {
+  readonly code = 'ETIMEDOUT';
+  constructor() {
+    super('the database did not answer in time; waiting for a probe to succeed');
+  }
+}
+
+// pg's own words when its deadlines pass (connecting, or waiting for an answer).
+const TIMED_OUT = /Query read timeout|timeout exceeded when trying to connect|connection timeout/i;
+
+/**
+ * PostgreSQL over a pool. `timeoutMs` (DATABASE_TIMEOUT_MS) bounds each statement: the client waits
+ * that long for an answer, and the database gives up a little sooner, so that a statement the client
+ * stopped waiting for does not commit afterwards, unseen (a refresh token rotated while the client
+ * was told 503). Once a statement has timed out, the circuit opens: every call fails at once (503)
+ * instead of queueing behind a database that does not answer, until a probe answers in time.
+ */
+export function openPostgres(connectionString: string, timeoutMs: number): Db {
   const pool = new pg.Pool({
     connectionString,
     max: 10,
-    connectionTimeoutMillis: 5000,
+    connectionTimeoutMillis: timeoutMs,
     idleTimeoutMillis: 30000,
-    // A query that hangs (a lost server) must not hold a request forever.
-    query_timeout: QUERY_TIMEOUT_MS,
-    // The database gives up first: a statement the client stopped waiting for must not commit
-    // afterwards, unseen (a refresh token rotated while the client was told 503).
-    statement_timeout: STATEMENT_TIMEOUT_MS,
+    query_timeout: timeoutMs,
+    statement_timeout: Math.max(100, timeoutMs - 500),
   });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', () => {});
+
+  let circuitOpen = false;
+  function probe() {
+    setTimeout(() => {
+      pool.query('SELECT 1').then(
+        () => void (circuitOpen = false),
+        () => probe(),
+      );
+    }, PROBE_INTERVAL_MS).unref();
+  }
+  function timedOut(err: Error) {
+    if (circuitOpen || !TIMED_OUT.test(err.message)) return;
+    circuitOpen = true;
+    probe();
+  }
 
   const listener = createPgListener(connectionString);
   /**
@@ -43,7 +77,11 @@ export function openPostgres(connectionString: string): Db {
    * backend may be gone: terminated, or the server restarted).
    */
   async function withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await pool.connect();
+    if (circuitOpen) throw new NotAnswering();
+    const client = await pool.connect().catch((err: Error) => {
+      timedOut(err);
+      throw err;
+    });
     let failed: Error | undefined;
     const onError = (err: Error) => void (failed = err);
     client.on('error', onError);
@@ -52,20 +90,21 @@ export function openPostgres(connectionString: string): Db {
       return await fn(client);
     } catch (err) {
       failed ??= err as Error;
+      timedOut(err as Error);
       throw err;
     } finally {
       client.removeListener('error', onError);
       client.release(failed);
     }
   }
-  const wrap = (client: pg.PoolClient): Queryable => ({
+  const wrap = (client: pg.PoolClient, queryTimeout?: number): Queryable => ({
     async query<T>(sql: string, params?: unknown[]) {
       // Statements without parameters (migrations, BEGIN/COMMIT) stay unnamed: some hold several commands.
-      const r = await client.query({ text: sql, values: params, name: params ? statementName(sql) : undefined });
+      const r = await client.query(timed({ text: sql, values: params, name: params ? statementName(sql) : undefined }, queryTimeout));
       return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
     },
     async exec(sql: string) {
-      await client.query(sql);
+      await client.query(timed({ text: sql }, queryTimeout));
     },
   });
 
@@ -73,11 +112,12 @@ export function openPostgres(connectionString: string): Db {
     kind: 'postgres',
     query: (sql, params) => withClient((client) => wrap(client).query(sql, params)),
     exec: (sql) => withClient((client) => wrap(client).exec(sql)),
-    transaction: (fn) =>
+    transaction: (fn, options = {}) =>
       withClient(async (client) => {
         await client.query('BEGIN');
         try {
-          const result = await fn(wrap(client));
+          if (options.unbounded) await client.query(timed({ text: 'SET LOCAL statement_timeout = 0' }, UNBOUNDED_MS));
+          const result = await fn(wrap(client, options.unbounded ? UNBOUNDED_MS : undefined));
           await client.query('COMMIT');
           return result;
         } catch (err) {

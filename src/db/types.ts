@@ -19,8 +19,11 @@ export interface ListenOptions {
 }
 
 export interface Db extends Queryable {
-  /** Runs `fn` in one transaction: all of it commits, or none of it does. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one transaction: all of it commits, or none of it does. `unbounded`: without
+   * DATABASE_TIMEOUT_MS (migrations, which may rightly take long).
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: { unbounded?: boolean }): Promise<T>;
   /**
    * Calls `onPayload` for every NOTIFY on `channel`, from any connection or instance; returns the
    * function that stops listening. Delivery is best effort: callers must tolerate a lost message,

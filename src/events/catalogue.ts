@@ -50,7 +50,8 @@ export interface EventPayloads {
   /**
    * A grant was revoked, and every token it issued with it. `reason` is grants.revoked_reason:
    * `code_replay` and `refresh_token_reuse` (reuse detected), `client_revocation` (RFC 7009),
-   * `admin_<level>` (the admin API and the console).
+   * `admin_<level>` (the admin API and the console), `agent_deactivated` and `agent_deleted`. The
+   * back-channel logout deliveries of an ending are written by the same statement (src/store/grants.ts).
    */
   'grant.ended': GrantFacts & { reason: string };
   /** One access token revoked on its own by its client (RFC 7009); its grant lives on. */

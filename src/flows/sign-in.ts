@@ -1,3 +1,4 @@
+import { type AssertionDeps, checkAssertion } from '../agent-keys/assertion.js';
 import type { Config } from '../config.js';
 import { generateMatchCode, safeEqual, verifySecret } from '../crypto/secrets.js';
 import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, RedirectOriginMismatch } from '../errors.js';
@@ -25,7 +26,7 @@ export const requestIdSchema = idText().describe('the authorization request id f
 /** What the sign-in flow uses: its settings, the store slices it reads and writes, the events it emits. */
 export interface SignInDeps {
   config: Pick<Config, 'issuer' | 'ttl'>;
-  store: Pick<Store, 'signIns' | 'agents' | 'auditLog'>;
+  store: Pick<Store, 'signIns' | 'agents' | 'agentKeys' | 'auditLog'>;
   events: Events;
   /** For the long poll of check-status. */
   signInChanges: SignInChanges;
@@ -49,10 +50,13 @@ export async function start(deps: SignInDeps, input: Omit<NewSignIn, 'browser_ha
   return { ...created, bindingSecret: binding.secret };
 }
 
+/** How the agent proves who it is: its secret, or an assertion signed by one of its keys (agent-keys/assertion.ts). */
+export type AgentCredential = { secret: string } | { assertion: string };
+
 export interface AgentProof {
   requestId: string;
   agentId: string;
-  agentSecret: string;
+  credential: AgentCredential;
   model: string;
   /** The website the agent means to sign in to, as an origin. */
   expectedOrigin?: string;
@@ -71,10 +75,29 @@ const authenticatedAnswer = (requestId: string, signIn: AuthenticatedSignIn) => 
   ...(signIn.approval ? { approval: signIn.approval } : {}),
 });
 
+/**
+ * Why the agent's credential does not prove it is `agentId` (and active), or undefined when it
+ * does. Every reason gets the same answer; only the audit log tells them apart.
+ */
+async function checkCredential(
+  deps: SignInDeps & AssertionDeps,
+  { agentId, requestId, credential }: AgentProof,
+): Promise<AuthenticationFailure | undefined> {
+  if ('assertion' in credential) return checkAssertion(deps, { assertion: credential.assertion, agentId, requestId });
+  // Unknown agent, wrong secret, key-only and inactive agent: the same work for each (the hash,
+  // then the audit row).
+  const agent = await deps.store.agents.getWithSecret(agentId);
+  const secretMatches = verifySecret(credential.secret, agent?.secret_hash);
+  if (!agent) return 'unknown_agent';
+  if (!secretMatches) return 'wrong_secret';
+  if (!agent.secret_enabled) return 'secret_disabled';
+  return agent.active ? undefined : 'inactive_agent';
+}
+
 /** pending -> authenticated: the agent proves who it is for one sign-in. */
 export async function authenticate(deps: SignInDeps, proof: AgentProof, context: EventContext) {
   const { store, events } = deps;
-  const { requestId, agentId, agentSecret, model, expectedOrigin } = proof;
+  const { requestId, agentId, model, expectedOrigin } = proof;
   const who = { request_id: requestId, agent_id: agentId, model };
   // The reason goes to the audit log (row and line), never into the answer.
   const refuse = async (reason: AuthenticationFailure, error: OAuthError) => {
@@ -83,13 +106,8 @@ export async function authenticate(deps: SignInDeps, proof: AgentProof, context:
     return error;
   };
 
-  // Unknown agent, wrong secret and inactive agent: one answer, and the same work for each
-  // (the hash, then the audit row).
-  const agent = await store.agents.getWithSecret(agentId);
-  const secretMatches = verifySecret(agentSecret, agent?.secret_hash);
-  if (!secretMatches || !agent?.active) {
-    throw await refuse(!agent ? 'unknown_agent' : !secretMatches ? 'wrong_secret' : 'inactive_agent', new InvalidCredentials());
-  }
+  const credentialFailure = await checkCredential(deps, proof);
+  if (credentialFailure) throw await refuse(credentialFailure, new InvalidCredentials());
 
   // Checked before anything changes: a sign-in for another website stays untouched. A request's
   // redirect URI never changes, so reading it first leaves no gap.

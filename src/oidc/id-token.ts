@@ -6,6 +6,8 @@ import type { SigningAlg, SigningKeys } from './signing-keys.js';
 
 /** The sign-in an ID token tells of, as the code exchange read it (OpenID Connect Core §2). */
 export interface SignIn {
+  /** The grant it began: its id is the session id (`sid`) a logout token names (OpenID Connect Back-Channel Logout §2.1). */
+  grant_id: string;
   agent_id: string;
   client_id: string;
   scope: string;
@@ -14,6 +16,8 @@ export interface SignIn {
   auth_time: number | null;
   nonce: string | null;
   email: string;
+  /** The website's registered id_token_signed_response_alg, null for the server's default. */
+  id_token_signed_response_alg: SigningAlg | null;
 }
 
 // OpenID Connect Core §3.1.3.6: the hash the alg's signature uses; for Ed25519 that is SHA-512.
@@ -31,7 +35,7 @@ function atHash(alg: SigningAlg, accessToken: string): string {
  * the operator typed it in when registering the agent (docs/interop.md).
  */
 export async function signIdToken(keys: SigningKeys, config: Pick<Config, 'issuer' | 'ttl'>, signIn: SignIn, accessToken: string): Promise<string> {
-  const { kid, alg, key } = await keys.current();
+  const { kid, alg, key } = await keys.current(signIn.id_token_signed_response_alg ?? keys.defaultAlg);
   const iat = Math.floor(Date.now() / 1000);
   const claims = {
     iss: config.issuer,
@@ -44,6 +48,7 @@ export async function signIdToken(keys: SigningKeys, config: Pick<Config, 'issue
     ...(signIn.auth_time === null ? {} : { auth_time: signIn.auth_time }),
     ...(signIn.nonce === null ? {} : { nonce: signIn.nonce }),
     at_hash: atHash(alg, accessToken),
+    sid: signIn.grant_id,
     ...(scopeGrantsEmail(signIn.scope) ? { email: signIn.email, email_verified: false } : {}),
     model: signIn.model,
   };

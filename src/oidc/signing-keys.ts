@@ -1,5 +1,5 @@
 import { calculateJwkThumbprint, type CryptoKey, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose';
-import type { SigningAlg } from '../protocol/signing.js';
+import { SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
 import type { Store } from '../store/index.js';
 
 export type { SigningAlg } from '../protocol/signing.js';
@@ -15,13 +15,14 @@ export interface CurrentSigningKey {
 export type PublishedKey = JWK & { kid: string; alg: SigningAlg; use: 'sig' };
 
 export interface SigningKeys {
-  alg: SigningAlg;
-  /** The key to sign with; every instance re-reads it from the store at least once a minute. */
-  current(): Promise<CurrentSigningKey>;
-  /** The public half of every key whose tokens may still be valid, newest first. */
+  /** ID_TOKEN_SIGNING_ALG: what a website that registered no algorithm gets. */
+  defaultAlg: SigningAlg;
+  /** The key to sign with in `alg`; every instance re-reads it from the store at least once a minute. */
+  current(alg: SigningAlg): Promise<CurrentSigningKey>;
+  /** The public half of every key whose tokens may still be valid: the current ones RS256 first, then retired ones. */
   published(): Promise<PublishedKey[]>;
-  /** Makes a new key current; the old one stays published until what it signed has expired. */
-  rotate(): Promise<PublishedKey>;
+  /** Makes a new key current for every algorithm; the old ones stay published until what they signed has expired. */
+  rotate(): Promise<PublishedKey[]>;
 }
 
 /*
@@ -48,56 +49,61 @@ async function newKeyPair(alg: SigningAlg) {
 }
 
 /**
- * The ID token signing keys, kept in the store so that every instance signs with, and publishes,
- * the same ones; the private half never leaves the server. On start the current key is created,
- * or replaced when it was made for another algorithm (the old one stays published meanwhile).
- * `tokenLifetimeSeconds` is how long a signed token stays valid (the access token's lifetime).
+ * The ID token signing keys, one current key pair per algorithm (a website may register its own,
+ * `id_token_signed_response_alg`), kept in the store so that every instance signs with, and
+ * publishes, the same ones; the private half never leaves the server. On start, an algorithm
+ * without a current key gets one. `tokenLifetimeSeconds` is how long a signed token stays valid
+ * (the access token's lifetime).
  */
-export async function openSigningKeys(serverKeys: Store['serverKeys'], alg: SigningAlg, tokenLifetimeSeconds: number): Promise<SigningKeys> {
-  let cached: { key: CurrentSigningKey; readAt: number } | undefined;
+export async function openSigningKeys(serverKeys: Store['serverKeys'], defaultAlg: SigningAlg, tokenLifetimeSeconds: number): Promise<SigningKeys> {
+  const cached = new Map<SigningAlg, { key: CurrentSigningKey; readAt: number }>();
   let published: { keys: Promise<PublishedKey[]>; readAt: number } | undefined;
 
-  async function readCurrent(): Promise<CurrentSigningKey | undefined> {
-    const stored = await serverKeys.currentSigningKey<SigningAlg, JWK>();
+  async function readCurrent(alg: SigningAlg): Promise<CurrentSigningKey | undefined> {
+    const stored = await serverKeys.currentSigningKey<SigningAlg, JWK>(alg);
     if (!stored) return undefined;
-    const { kid, alg: keyAlg, private_jwk: privateJwk } = stored;
-    const key = (await importJWK(privateJwk, keyAlg)) as CryptoKey;
-    cached = { key: { kid, alg: keyAlg, key }, readAt: Date.now() };
-    return cached.key;
+    const { kid, private_jwk: privateJwk } = stored;
+    const key = { kid, alg, key: (await importJWK(privateJwk, alg)) as CryptoKey };
+    cached.set(alg, { key, readAt: Date.now() });
+    return key;
   }
 
-  async function rotate(): Promise<PublishedKey> {
+  async function rotateOne(alg: SigningAlg): Promise<PublishedKey> {
     const pair = await newKeyPair(alg);
     await serverKeys.rotateSigningKey({ ...pair, alg }, tokenLifetimeSeconds + RETIRED_KEY_MARGIN_SECONDS);
     published = undefined;
-    await readCurrent();
+    await readCurrent(alg);
     return pair.publicJwk;
   }
 
-  const existing = await readCurrent();
-  if (existing?.alg !== alg) await rotate();
+  for (const alg of SIGNING_ALGS) if (!(await readCurrent(alg))) await rotateOne(alg);
 
   return {
-    alg,
-    async current() {
-      if (cached && Date.now() - cached.readAt < CURRENT_KEY_MAX_AGE_SECONDS * 1000) return cached.key;
+    defaultAlg,
+    async current(alg) {
+      const known = cached.get(alg);
+      if (known && Date.now() - known.readAt < CURRENT_KEY_MAX_AGE_SECONDS * 1000) return known.key;
       // The code is already spent when this runs: should the store fail now, or have no current key
       // (emptied by hand), keep signing with the key we had rather than lose the sign-in.
-      const key = await readCurrent().catch((err) => {
-        if (!cached) throw err;
+      const key = await readCurrent(alg).catch((err) => {
+        if (!known) throw err;
       });
-      return key ?? cached!.key;
+      return key ?? known!.key;
     },
     published() {
       // Read at most once a second (anyone may ask, as often as they like); a key made current on
       // another instance is published here within that second.
       if (!published || Date.now() - published.readAt >= PUBLISHED_MAX_AGE_MS) {
-        const keys = serverKeys.publishedSigningKeys<PublishedKey>();
+        const keys = serverKeys.publishedSigningKeys<PublishedKey>(SIGNING_ALGS);
         published = { keys, readAt: Date.now() };
         keys.catch(() => (published = undefined));
       }
       return published.keys;
     },
-    rotate,
+    async rotate() {
+      const created: PublishedKey[] = [];
+      for (const alg of SIGNING_ALGS) created.push(await rotateOne(alg));
+      return created;
+    },
   };
 }

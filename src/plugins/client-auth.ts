@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { InvalidClient } from '../errors.js';
-import { claimedClientId, type ClientCall, type CredentialFields, presentedCredentials } from '../oauth/client-auth.js';
+import { type ClientCall, type CredentialFields, presentedCredentials } from '../oauth/client-auth.js';
 import { byAddress, failureCounter } from './rate-limit.js';
 
 declare module 'fastify' {
@@ -11,13 +11,23 @@ declare module 'fastify' {
   }
 }
 
-/** The call's credentials, as the request presents them; its client is set once it authenticates. */
+/**
+ * The call's credentials, as the request presents them (parsed once per request); its client is set
+ * once it authenticates.
+ */
 export function clientCall(request: FastifyRequest): ClientCall {
-  request.clientCall = { credentials: presentedCredentials(request.headers.authorization, request.body as CredentialFields) };
+  request.clientCall ??= { credentials: presentedCredentials(request.headers.authorization, request.body as CredentialFields) };
   return request.clientCall;
 }
 
-const claimed = (request: FastifyRequest) => claimedClientId(request.headers.authorization, request.body as CredentialFields);
+/** The client id a request claims (it may not authenticate); none when its credentials are malformed. */
+function claimed(request: FastifyRequest): string | undefined {
+  try {
+    return clientCall(request).credentials.id;
+  } catch {
+    return undefined;
+  }
+}
 const authenticated = (request: FastifyRequest) => request.clientCall?.client;
 
 /**

@@ -59,6 +59,9 @@ export function addressKey(ip: string): string {
     .join(':')}::/64`;
 }
 
+/** The admin listener's one budget of failed authentications per address: the admin API's and the console sign-in's. */
+export const ADMIN_FAILURES = 'admin-failures';
+
 /** The request's source address as rate limits key it (after TRUST_PROXY has had its say). */
 export const byAddress = (request: FastifyRequest) => addressKey(request.ip);
 

@@ -7,18 +7,29 @@ import { byAddress, failureCounter } from '../plugins/rate-limit.js';
 import { displayText, idText } from '../protocol/text.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
-const bodySchema = z.object({
-  request_id: requestIdSchema,
-  agent_id: idText(),
-  agent_secret: z.string().min(1).max(500),
-  model: displayText(200),
-  expected_redirect_origin: z
-    .string()
-    .max(2000)
-    .refine(isOrigin, 'must be an origin: scheme://host[:port]')
-    .optional()
-    .describe("the website the agent means to sign in to; another website's sign-in is refused without authenticating it"),
-});
+const bodySchema = z
+  .object({
+    request_id: requestIdSchema,
+    agent_id: idText(),
+    agent_secret: z.string().min(1).max(500).optional(),
+    agent_assertion: z
+      .string()
+      .min(1)
+      .max(4000)
+      .optional()
+      .describe('instead of agent_secret: a JWT signed by one of the agent\'s registered keys (docs/protocol.md, "Agent assertions")'),
+    model: displayText(200),
+    expected_redirect_origin: z
+      .string()
+      .max(2000)
+      .refine(isOrigin, 'must be an origin: scheme://host[:port]')
+      .optional()
+      .describe("the website the agent means to sign in to; another website's sign-in is refused without authenticating it"),
+  })
+  // One proof, never two: a caller unsure which one holds must not get to try both at once.
+  .refine((body) => (body.agent_secret === undefined) !== (body.agent_assertion === undefined), {
+    message: 'give exactly one of agent_secret and agent_assertion',
+  });
 
 /** An origin (scheme://host[:port], a trailing slash allowed), nothing more. */
 function isOrigin(value: string): boolean {
@@ -50,7 +61,7 @@ const schema = {
     }),
     ...errorResponses({
       400: 'invalid_request (a field is missing or malformed) or request_expired',
-      401: 'invalid_credentials: unknown or inactive agent, or wrong secret',
+      401: "invalid_credentials: unknown or inactive agent, wrong secret (or a key-only agent's), or an assertion that does not hold",
       403:
         "access_denied: this sign-in was denied (by the person or the agent's owner, or ended by an operator), or it is reserved for another agent (login_hint); " +
         'redirect_origin_mismatch: the sign-in is for another website than expected_redirect_origin',
@@ -80,8 +91,13 @@ export default async function agentAuthenticateRoute(fastify: FastifyInstance) {
     '/api/agent/authenticate',
     { schema, onRequest: failuresPerAddress.check, preValidation: failuresPerAgent.check, onError: countFailure },
     async (request) => {
-      const { request_id: requestId, agent_id: agentId, agent_secret: agentSecret, model, expected_redirect_origin: expectedOrigin } = request.body;
-      return authenticate(app.services, { requestId, agentId, agentSecret, model, expectedOrigin }, { log: request.log });
+      const { request_id: requestId, agent_id: agentId, agent_secret: secret, agent_assertion: assertion, model } = request.body;
+      const credential = assertion === undefined ? { secret: secret! } : { assertion };
+      return authenticate(
+        app.services,
+        { requestId, agentId, credential, model, expectedOrigin: request.body.expected_redirect_origin },
+        { log: request.log },
+      );
     },
   );
 }

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
+import { AGENT_ASSERTION, AGENT_AUTHENTICATION_METHODS } from '../protocol/sign-in.js';
+import { SIGNING_ALGS } from '../protocol/signing.js';
 
 const url = z.string();
 const values = z.array(z.string());
@@ -21,9 +23,14 @@ const metadataSchema = z.object({
   authorization_response_iss_parameter_supported: z.boolean(),
   introspection_endpoint_auth_methods_supported: values,
   revocation_endpoint_auth_methods_supported: values,
+  agent_authentication_methods_supported: values,
+  agent_assertion_signing_alg_values_supported: values,
 });
 
-/** RFC 8414 metadata: the fields docs/protocol.md lists, plus RFC 9207 `iss` support and the auth methods. */
+/**
+ * RFC 8414 metadata: the fields docs/protocol.md lists, plus RFC 9207 `iss` support, the auth
+ * methods, and how agents may authenticate (both documents carry it).
+ */
 export function authorizationServerMetadata(issuer: string): z.infer<typeof metadataSchema> {
   return {
     issuer,
@@ -41,6 +48,8 @@ export function authorizationServerMetadata(issuer: string): z.infer<typeof meta
     authorization_response_iss_parameter_supported: true,
     introspection_endpoint_auth_methods_supported: ['client_secret_post'],
     revocation_endpoint_auth_methods_supported: ['client_secret_post'],
+    agent_authentication_methods_supported: [...AGENT_AUTHENTICATION_METHODS],
+    agent_assertion_signing_alg_values_supported: [...AGENT_ASSERTION.algorithms],
   };
 }
 
@@ -53,11 +62,13 @@ const openidSchema = metadataSchema.extend({
   claims_parameter_supported: z.boolean(),
   request_parameter_supported: z.boolean(),
   request_uri_parameter_supported: z.boolean(),
+  backchannel_logout_supported: z.boolean(),
+  backchannel_logout_session_supported: z.boolean(),
 });
 const discoverySchema = z.union([openidSchema, metadataSchema]);
 
 /** The ID token's claims (docs/interop.md). */
-const ID_TOKEN_CLAIMS = ['iss', 'sub', 'aud', 'azp', 'iat', 'exp', 'auth_time', 'nonce', 'at_hash', 'email', 'email_verified', 'model'];
+const ID_TOKEN_CLAIMS = ['iss', 'sub', 'aud', 'azp', 'iat', 'exp', 'auth_time', 'nonce', 'at_hash', 'sid', 'email', 'email_verified', 'model'];
 
 /**
  * What /.well-known/openid-configuration says. In OpenID Connect mode, OpenID Connect Discovery
@@ -65,19 +76,30 @@ const ID_TOKEN_CLAIMS = ['iss', 'sub', 'aud', 'azp', 'iat', 'exp', 'auth_time', 
  * scope, so that no client takes the server for an OpenID Provider and waits for an ID token
  * (docs/interop.md).
  */
-export function discoveryMetadata(issuer: string, idTokenSigningAlg: string | undefined): z.infer<typeof discoverySchema> {
+export function discoveryMetadata(issuer: string, oidc: boolean): z.infer<typeof discoverySchema> {
   const metadata = authorizationServerMetadata(issuer);
-  if (!idTokenSigningAlg) return { ...metadata, scopes_supported: metadata.scopes_supported.filter((s) => s !== 'openid') };
+  return oidc ? openidMetadata(issuer) : { ...metadata, scopes_supported: metadata.scopes_supported.filter((s) => s !== 'openid') };
+}
+
+/**
+ * In OpenID Connect mode both documents say this, so that a client discovering through either
+ * can validate every ID token: all three algorithms are listed (a website may register any),
+ * RS256 first, the one clients assume (OpenID Connect Discovery §3).
+ */
+function openidMetadata(issuer: string): z.infer<typeof openidSchema> {
   return {
-    ...metadata,
+    ...authorizationServerMetadata(issuer),
     subject_types_supported: ['public'],
-    id_token_signing_alg_values_supported: [idTokenSigningAlg],
+    id_token_signing_alg_values_supported: [...SIGNING_ALGS],
     response_modes_supported: ['query'],
     claims_supported: ID_TOKEN_CLAIMS,
     // Not supported; request_uri_parameter_supported defaults to true, so it must be said.
     claims_parameter_supported: false,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
+    // OpenID Connect Back-Channel Logout 1.0 §2.1: logout tokens, with the sid of the ID tokens.
+    backchannel_logout_supported: true,
+    backchannel_logout_session_supported: true,
   };
 }
 
@@ -95,11 +117,18 @@ const publishedKey = z.object({
 
 export default async function metadataRoutes(app: FastifyInstance) {
   const { config, signingKeys } = app.services;
-  const metadata = authorizationServerMetadata(config.issuer);
-  const discovery = discoveryMetadata(config.issuer, config.idTokenSigningAlg);
+  const oidc = config.idTokenSigningAlg !== undefined;
+  const metadata = oidc ? openidMetadata(config.issuer) : authorizationServerMetadata(config.issuer);
+  const discovery = discoveryMetadata(config.issuer, oidc);
   app.get(
     '/.well-known/oauth-authorization-server',
-    { schema: { tags: ['discovery'], description: 'Authorization server metadata (RFC 8414).', response: { 200: metadataSchema } } },
+    {
+      schema: {
+        tags: ['discovery'],
+        description: 'Authorization server metadata (RFC 8414); in OpenID Connect mode with the same OpenID fields as the discovery document.',
+        response: { 200: discoverySchema },
+      },
+    },
     async () => metadata,
   );
   // Client libraries that only look at this path (Auth.js among them) find the endpoints here in both modes.

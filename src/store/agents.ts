@@ -1,11 +1,14 @@
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
+import { type EndedGrant, endGrants } from './grants.js';
 
 export interface Agent {
   agent_id: string;
   email: string;
   name: string | null;
   active: boolean;
+  /** False: the agent is key-only, its secret refused (it signs in with an assertion). */
+  secret_enabled: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -15,7 +18,7 @@ export interface AgentWithSecretHash extends Agent {
   user_id: string;
 }
 
-const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.created_at, a.updated_at
+const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at
   FROM agents a JOIN users u ON u.id = a.user_id`;
 
 export function createAgentStore(db: Db) {
@@ -50,7 +53,7 @@ export function createAgentStore(db: Db) {
     /** For agent authentication: includes the secret hash, never leaves the server. */
     async getWithSecret(id: string): Promise<AgentWithSecretHash | undefined> {
       const { rows } = await db.query<AgentWithSecretHash>(
-        `SELECT a.id AS agent_id, u.email, a.name, a.active, a.created_at, a.updated_at, a.secret_hash, a.user_id
+        `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at, a.secret_hash, a.user_id
          FROM agents a JOIN users u ON u.id = a.user_id WHERE a.id = $1`,
         [id],
       );
@@ -76,13 +79,25 @@ export function createAgentStore(db: Db) {
       return rows;
     },
 
-    async update(id: string, patch: { name?: string | null; active?: boolean }) {
-      const { rowCount } = await db.query(
-        `UPDATE agents SET name = CASE WHEN $2 THEN $3 ELSE name END, active = coalesce($4, active), updated_at = now()
-         WHERE id = $1`,
-        [id, patch.name !== undefined, patch.name ?? null, patch.active ?? null],
-      );
-      return rowCount > 0 ? get(id) : undefined;
+    /**
+     * Deactivating an agent ends its grants in the same transaction (endGrants: the websites hear of
+     * it by back-channel logout). `ended` lists them, for src/tokens/revocation.ts to announce.
+     */
+    async update(
+      id: string,
+      patch: { name?: string | null; active?: boolean; secret_enabled?: boolean },
+    ): Promise<(Agent & { ended: EndedGrant[] }) | undefined> {
+      const ended = await db.transaction(async (tx) => {
+        const { rowCount } = await tx.query(
+          `UPDATE agents SET name = CASE WHEN $2 THEN $3 ELSE name END, active = coalesce($4, active),
+             secret_enabled = coalesce($5, secret_enabled), updated_at = now()
+           WHERE id = $1`,
+          [id, patch.name !== undefined, patch.name ?? null, patch.active ?? null, patch.secret_enabled ?? null],
+        );
+        if (rowCount === 0) return undefined;
+        return patch.active === false ? endGrants(tx, { which: 'agent_id = $1', params: [id], reason: 'agent_deactivated' }) : [];
+      });
+      return ended && { ...(await get(id))!, ended };
     },
 
     async rotateSecret(id: string) {
@@ -91,9 +106,16 @@ export function createAgentStore(db: Db) {
       return rowCount > 0 ? { ...(await get(id))!, agent_secret: agentSecret } : undefined;
     },
 
-    async remove(id: string): Promise<boolean> {
-      const { rowCount } = await db.query(`DELETE FROM agents WHERE id = $1`, [id]);
-      return rowCount > 0;
+    /**
+     * Deletes the agent, its grants ended first in the same transaction (endGrants), so that the
+     * websites hear of it; the grants they list, undefined when there was no such agent.
+     */
+    async remove(id: string): Promise<EndedGrant[] | undefined> {
+      return db.transaction(async (tx) => {
+        const ended = await endGrants(tx, { which: 'agent_id = $1', params: [id], reason: 'agent_deleted' });
+        const { rowCount } = await tx.query(`DELETE FROM agents WHERE id = $1`, [id]);
+        return rowCount > 0 ? ended : undefined;
+      });
     },
   };
 }

@@ -17,11 +17,26 @@ export const AUDIT_EVENTS = [
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 
+/** Why an agent's assertion was refused (agent-keys/assertion.ts). */
+export type AssertionFailure =
+  | 'unknown_agent'
+  | 'inactive_agent'
+  | 'malformed_assertion'
+  | 'unknown_key'
+  | 'wrong_key'
+  | 'assertion_expired'
+  | 'assertion_too_long'
+  | 'assertion_not_yet_valid'
+  | 'wrong_audience'
+  | 'wrong_request'
+  | 'agent_mismatch'
+  | 'assertion_replayed';
+
 /** Why an agent's authentication failed; kept in the audit log only, never told to the caller. */
 export type AuthenticationFailure =
-  | 'unknown_agent'
+  | AssertionFailure
   | 'wrong_secret'
-  | 'inactive_agent'
+  | 'secret_disabled'
   | 'request_not_found'
   | 'request_expired'
   | 'request_denied'

@@ -1,10 +1,15 @@
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
+import type { SigningAlg } from '../protocol/signing.js';
 
 export interface Client {
   client_id: string;
   name: string;
   redirect_uris: string[];
+  /** The algorithm of its ID tokens and logout tokens; null: ID_TOKEN_SIGNING_ALG. */
+  id_token_signed_response_alg: SigningAlg | null;
+  /** Where it hears that a grant ended (OpenID Connect Back-Channel Logout 1.0); null: nowhere. */
+  backchannel_logout_uri: string | null;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -19,15 +24,31 @@ export interface StoredClientCredentials {
 
 export interface ClientWithSecretHash extends Client, StoredClientCredentials {}
 
-const COLUMNS = 'id AS client_id, name, redirect_uris, active, created_at, updated_at';
+const COLUMNS = 'id AS client_id, name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, active, created_at, updated_at';
+
+/** What a registration sets; in a patch, null clears an optional field. */
+export interface ClientFields {
+  name: string;
+  redirect_uris: string[];
+  id_token_signed_response_alg?: SigningAlg | null;
+  backchannel_logout_uri?: string | null;
+}
 
 export function createClientStore(db: Db) {
   return {
-    async create(input: { name: string; redirect_uris: string[] }) {
+    async create(input: ClientFields) {
       const clientSecret = generateSecret('aa_cs');
       const { rows } = await db.query<Client>(
-        `INSERT INTO clients (id, name, secret_hash, redirect_uris) VALUES ($1, $2, $3, $4) RETURNING ${COLUMNS}`,
-        [generateId('client'), input.name, sha256(clientSecret), input.redirect_uris],
+        `INSERT INTO clients (id, name, secret_hash, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+        [
+          generateId('client'),
+          input.name,
+          sha256(clientSecret),
+          input.redirect_uris,
+          input.id_token_signed_response_alg ?? null,
+          input.backchannel_logout_uri ?? null,
+        ],
       );
       return { ...rows[0], client_secret: clientSecret };
     },
@@ -48,12 +69,23 @@ export function createClientStore(db: Db) {
       return rows;
     },
 
-    async update(id: string, patch: { name?: string; redirect_uris?: string[]; active?: boolean }) {
+    async update(id: string, patch: Partial<ClientFields> & { active?: boolean }) {
       const { rows } = await db.query<Client>(
         `UPDATE clients SET name = coalesce($2, name), redirect_uris = coalesce($3, redirect_uris),
-           active = coalesce($4, active), updated_at = now()
+           active = coalesce($4, active),
+           id_token_signed_response_alg = CASE WHEN $5 THEN $6 ELSE id_token_signed_response_alg END,
+           backchannel_logout_uri = CASE WHEN $7 THEN $8 ELSE backchannel_logout_uri END, updated_at = now()
          WHERE id = $1 RETURNING ${COLUMNS}`,
-        [id, patch.name ?? null, patch.redirect_uris ?? null, patch.active ?? null],
+        [
+          id,
+          patch.name ?? null,
+          patch.redirect_uris ?? null,
+          patch.active ?? null,
+          patch.id_token_signed_response_alg !== undefined,
+          patch.id_token_signed_response_alg ?? null,
+          patch.backchannel_logout_uri !== undefined,
+          patch.backchannel_logout_uri ?? null,
+        ],
       );
       return rows[0] as Client | undefined;
     },

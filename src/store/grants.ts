@@ -1,5 +1,6 @@
 import type { GrantCache } from '../cache/grant-cache.js';
 import type { Db, Queryable } from '../db/types.js';
+import type { SigningAlg } from '../protocol/signing.js';
 import type { StoredClientCredentials } from './clients.js';
 
 /** What the access-token checks need to know about a live grant, read in one statement (and kept by the grant cache). */
@@ -38,6 +39,8 @@ export interface RedeemedCode {
   auth_time: number | null;
   nonce: string | null;
   email: string;
+  /** The website's registered ID token algorithm (null: the server's default). */
+  id_token_signed_response_alg: SigningAlg | null;
 }
 
 /** What an access token is signed from: one grant, i.e. one sign-in of one agent at one client. */
@@ -72,20 +75,29 @@ export interface GrantsToEnd {
   with?: string;
 }
 
+// A website's own revocation (RFC 7009) is the one ending it need not hear about: it asked for it.
+const UNANNOUNCED_REASON = 'client_revocation';
+
 /**
  * Every statement that ends grants is this one, run on `q` (the connection, or the transaction the
  * ending belongs to); it returns what it ended, for src/tokens/revocation.ts to announce
  * (`grant.ended`). The audit rows and the grant cache's notifications come from triggers
- * (migrations/003, 008). Whatever else must be written durably with an ending (the back-channel
- * logout outbox) goes into this statement, as one more `INSERT … SELECT … FROM ended`: then it commits
- * with the revocation or not at all.
+ * (migrations/003, 008). The same statement writes the back-channel logout outbox: one delivery per
+ * ended grant whose website registered a backchannel_logout_uri, but for the website's own
+ * revocation (migrations/050), so that it commits with the revocation or not at all.
  */
 export async function endGrants(q: Queryable, { which, params, reason, with: prelude }: GrantsToEnd): Promise<EndedGrant[]> {
+  const reasonParam = `$${params.length + 1}`;
   const { rows } = await q.query<EndedGrant>(
     `WITH ${prelude ? `${prelude}, ` : ''}ended AS (
-       UPDATE grants SET revoked_at = now(), revoked_reason = $${params.length + 1}
+       UPDATE grants SET revoked_at = now(), revoked_reason = ${reasonParam}
        WHERE revoked_at IS NULL AND ${which}
        RETURNING id AS grant_id, client_id, agent_id, model, revoked_reason AS reason
+     ), logout AS (
+       INSERT INTO logout_deliveries (jti, client_id, agent_id, sid, uri, reason)
+       SELECT gen_random_uuid()::text, e.client_id, e.agent_id, e.grant_id, c.backchannel_logout_uri, e.reason
+       FROM ended e JOIN clients c ON c.id = e.client_id
+       WHERE c.backchannel_logout_uri IS NOT NULL AND ${reasonParam} <> '${UNANNOUNCED_REASON}'
      )
      SELECT grant_id, client_id, agent_id, model, reason FROM ended`,
     [...params, reason],
@@ -209,8 +221,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
          )
          SELECT s.agent_id, s.scope, s.model, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
            s.grant_id IS NOT NULL AS issued,
-           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email
-         FROM spent s JOIN users u ON u.id = s.user_id LEFT JOIN auth_requests r ON r.id = s.request_id`,
+           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email, c.id_token_signed_response_alg
+         FROM spent s JOIN users u ON u.id = s.user_id JOIN clients c ON c.id = s.client_id LEFT JOIN auth_requests r ON r.id = s.request_id`,
         [
           input.codeHash,
           input.clientId,

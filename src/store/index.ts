@@ -1,4 +1,5 @@
 import type { Db } from '../db/types.js';
+import { createAgentKeyStore } from './agent-keys.js';
 import { createAgentStore } from './agents.js';
 import { createApprovalStore } from './approvals.js';
 import { createAuditLogStore } from './audit-log.js';
@@ -7,6 +8,7 @@ import { createConsoleSessionStore } from './console-sessions.js';
 import { createEmailLinkStore } from './email-links.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
+import { createLogoutDeliveryStore } from './logout-deliveries.js';
 import { createMaintenanceStore } from './maintenance.js';
 import { createOwnerSessionStore } from './owner-sessions.js';
 import { createOwnerStore } from './owners.js';
@@ -19,6 +21,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
   return {
     clients: createClientStore(db),
     agents: createAgentStore(db),
+    agentKeys: createAgentKeyStore(db),
     grants: createGrantStore(db, grantCache),
     signIns: createSignInStore(db),
     grantAdmin: createGrantAdminStore(db),
@@ -31,6 +34,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     emailLinks: createEmailLinkStore(db),
     passkeys: createPasskeyStore(db),
     approvals: createApprovalStore(db),
+    logoutDeliveries: createLogoutDeliveryStore(db),
   };
 }
 

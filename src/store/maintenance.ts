@@ -12,10 +12,13 @@ const TARGETS: { table: string; expired: string }[] = [
   { table: 'owner_sessions', expired: 'expires_at < now()' },
   // Kept a day, past their 15 minutes, so that the limit per email can count them.
   { table: 'owner_email_links', expired: `created_at < now() - interval '1 day'` },
+  { table: 'agent_assertion_jtis', expired: 'expires_at < now()' },
   // Retired ID token keys, once no token they signed is valid (the current key has no expiry).
   { table: 'signing_keys', expired: 'expires_at < now()' },
   { table: 'grants', expired: 'expires_at < now() - make_interval(days => $1)' },
   { table: 'audit_events', expired: 'at < now() - make_interval(days => $1)' },
+  // Back-channel logout deliveries done with (delivered or failed), kept as long as the audit log.
+  { table: 'logout_deliveries', expired: `status <> 'pending' AND created_at < now() - make_interval(days => $1)` },
 ];
 
 /** Housekeeping statements: the purge of expired rows and the store's liveness probe. */

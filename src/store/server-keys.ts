@@ -26,24 +26,31 @@ export function createServerKeyStore(db: Queryable) {
     /** The SHA-256 digest of the deployment's generated admin token (never the token), `candidate` if none was kept yet. */
     adminTokenDigest: (candidate: string) => keep('admin-token', 'admin-token-sha256', candidate),
 
-    /** Public halves of the keys still published (current, and retired ones whose tokens may live), newest first. */
-    async publishedSigningKeys<Jwk>(): Promise<Jwk[]> {
+    /**
+     * Public halves of the keys still published: the current ones in the order of `algs`, then
+     * retired ones whose tokens may live, newest first.
+     */
+    async publishedSigningKeys<Jwk>(algs: readonly string[]): Promise<Jwk[]> {
       const { rows } = await db.query<{ public_jwk: Jwk }>(
-        `SELECT public_jwk FROM signing_keys WHERE expires_at IS NULL OR expires_at > now() ORDER BY created_at DESC, kid DESC`,
+        `SELECT public_jwk FROM signing_keys WHERE expires_at IS NULL OR expires_at > now()
+         ORDER BY retired_at IS NOT NULL, array_position($1::text[], alg), created_at DESC, kid DESC`,
+        [algs],
       );
       return rows.map((r) => r.public_jwk);
     },
 
-    async currentSigningKey<Alg extends string, Jwk>(): Promise<StoredSigningKey<Alg, Jwk> | undefined> {
+    /** The current key pair of one algorithm. */
+    async currentSigningKey<Alg extends string, Jwk>(alg: Alg): Promise<StoredSigningKey<Alg, Jwk> | undefined> {
       const { rows } = await db.query<StoredSigningKey<Alg, Jwk>>(
-        `SELECT kid, alg, private_jwk FROM signing_keys WHERE retired_at IS NULL ORDER BY created_at DESC, kid DESC LIMIT 1`,
+        `SELECT kid, alg, private_jwk FROM signing_keys WHERE retired_at IS NULL AND alg = $1 ORDER BY created_at DESC, kid DESC LIMIT 1`,
+        [alg],
       );
       return rows[0];
     },
 
     /**
-     * Makes a new key pair current and retires the one before, which stays published for
-     * `retiredLifetimeSeconds`; one statement, so both commit together.
+     * Makes a new key pair current for its algorithm and retires the one before, which stays
+     * published for `retiredLifetimeSeconds`; one statement, so both commit together.
      */
     async rotateSigningKey(
       key: { kid: string; alg: string; privateJwk: unknown; publicJwk: unknown },
@@ -52,7 +59,7 @@ export function createServerKeyStore(db: Queryable) {
       await db.query(
         `WITH retired AS (
            UPDATE signing_keys SET retired_at = now(), expires_at = now() + make_interval(secs => $5)
-           WHERE retired_at IS NULL
+           WHERE retired_at IS NULL AND alg = $2
          )
          INSERT INTO signing_keys (kid, alg, private_jwk, public_jwk) VALUES ($1, $2, $3, $4)`,
         [key.kid, key.alg, JSON.stringify(key.privateJwk), JSON.stringify(key.publicJwk), retiredLifetimeSeconds],

@@ -49,6 +49,27 @@ export async function revokeAtLevel(
 }
 
 /**
+ * The agent records as the admin API and the console change them: deactivating or deleting an
+ * agent ends its grants (src/store/agents.ts), announced here like every other ending.
+ */
+export function agentRecords(deps: RevocationDeps<'agents'>, context: EventContext) {
+  const { agents } = deps.store;
+  return {
+    ...agents,
+    async update(id: string, patch: Parameters<typeof agents.update>[1]) {
+      const updated = await agents.update(id, patch);
+      if (updated) announceEnded(deps.events, updated.ended, context);
+      return updated;
+    },
+    async remove(id: string): Promise<boolean> {
+      const ended = await agents.remove(id);
+      if (ended) announceEnded(deps.events, ended, context);
+      return ended !== undefined;
+    },
+  };
+}
+
+/**
  * RFC 7009: a client revokes one of its own tokens; anything else (another client's, unknown,
  * expired, forged) is quietly nothing to revoke. A refresh token takes its whole grant along; an
  * access token is refused until it would have expired, its grant living on.

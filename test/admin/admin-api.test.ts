@@ -31,7 +31,18 @@ describe(`admin API (${storeName})`, () => {
         redirect_uris: ['https://shop.example/cb', 'http://localhost:8080/cb'],
       });
       expect(created.statusCode).toBe(201);
-      expect(Object.keys(created.json).sort()).toEqual(['active', 'client_id', 'client_secret', 'created_at', 'name', 'redirect_uris'].sort());
+      expect(Object.keys(created.json).sort()).toEqual(
+        [
+          'active',
+          'backchannel_logout_uri',
+          'client_id',
+          'client_secret',
+          'created_at',
+          'id_token_signed_response_alg',
+          'name',
+          'redirect_uris',
+        ].sort(),
+      );
       const { client_id: id, client_secret: secret } = created.json;
       expect(created.json).toMatchObject({
         name: 'Shop',
@@ -123,7 +134,7 @@ describe(`admin API (${storeName})`, () => {
       const { client_id: id } = await server.createClient();
       const before = await row('clients', id);
       for (const [body, field] of [
-        [{}, 'name, redirect_uris, active'],
+        [{}, 'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, active'],
         [{ active: 'yes' }, 'active'],
         [{ redirect_uris: ['http://evil.example/cb'] }, 'redirect_uris'],
         [{ name: null }, 'name'],
@@ -154,7 +165,9 @@ describe(`admin API (${storeName})`, () => {
     it('runs the full life cycle: create, get, list, patch, deactivate, activate, rotate, delete', async () => {
       const created = await server.adminCall('POST', '/admin/agents', { email: 'owner@example.com', name: 'Claude' });
       expect(created.statusCode).toBe(201);
-      expect(Object.keys(created.json).sort()).toEqual(['active', 'agent_id', 'agent_secret', 'created_at', 'email', 'name'].sort());
+      expect(Object.keys(created.json).sort()).toEqual(
+        ['active', 'agent_id', 'agent_secret', 'created_at', 'email', 'name', 'secret_enabled'].sort(),
+      );
       expect(created.json).toMatchObject({ email: 'owner@example.com', name: 'Claude', active: true });
       const { agent_id: id, agent_secret: secret } = created.json;
       await expectStoredAsHash('agents', id, secret);
@@ -163,7 +176,7 @@ describe(`admin API (${storeName})`, () => {
       expect((await server.adminCall('GET', `/admin/agents/${id}`)).json).toEqual(view);
       const list = await server.adminCall('GET', '/admin/agents');
       expect(list.json.agents).toContainEqual(view);
-      expect(JSON.stringify(list.json)).not.toMatch(/secret/);
+      expect(JSON.stringify(list.json)).not.toMatch(/secret(?!_enabled)/);
 
       const renamed = await server.adminCall('PATCH', `/admin/agents/${id}`, { name: 'Claude 2' });
       expect(renamed.json).toEqual({ ...view, name: 'Claude 2' });

@@ -186,7 +186,7 @@ describe(`grant cache: a notification while a read is under way (${storeName})`,
   let cache: GrantCache<LiveGrant>;
   beforeAll(async () => {
     server = await startTestServer();
-    cache = new GrantCache(10, createMetrics());
+    cache = new GrantCache(10, createMetrics(), 10_000);
     await cache.listen(server.services.db);
   });
   afterAll(() => server.close());
@@ -244,6 +244,17 @@ describe('grant cache size', () => {
     expect(await read(c)).toMatchObject({ hit: 1 });
   });
 
+  it('reads an entry again once it is GRANT_CACHE_MAX_AGE_SECONDS old, notification or not', async () => {
+    await server.close();
+    server = await startTestServer({ GRANT_CACHE_MAX_AGE_SECONDS: '1' });
+    const tokens = await issueTokens(server);
+    const read = () => readsDuring(server, () => userinfo(server, tokens.access_token));
+    expect(await read()).toMatchObject({ miss: 1 });
+    expect(await read()).toMatchObject({ hit: 1 });
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await read()).toMatchObject({ miss: 1, hit: 0 });
+  });
+
   it('is off with GRANT_CACHE_SIZE=0: every read goes to the store', async () => {
     await server.close();
     server = await startTestServer({ GRANT_CACHE_SIZE: '0' });
@@ -276,7 +287,7 @@ describe.runIf(usingPostgres)('grant cache with a lost listening connection (pos
     for (const t of [tokens, other]) expect(await standing(b, t.client, t.access_token)).toEqual({ userinfo: 200, active: true });
 
     const { rows } = await a.services.db.query<{ killed: boolean }>(
-      `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`,
+      `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1 AND (query LIKE 'LISTEN%' OR query LIKE '%agent_auth_listener_heartbeat')`,
       [applicationName],
     );
     expect(rows).toEqual([{ killed: true }]);

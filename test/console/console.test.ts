@@ -46,7 +46,7 @@ async function operator(server: TestServer) {
 describe(`the operators' console (${storeName})`, () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ RATE_LIMIT_ADMIN_FAILURES_PER_IP: '10' });
   });
   afterAll(() => server?.close());
 
@@ -312,5 +312,57 @@ describe(`the operators' console (${storeName})`, () => {
     const { rows } = await server.services.db.query<{ session_hash: string; expires_at: Date }>('SELECT * FROM console_signed_out');
     const value = decodeURIComponent(op.cookie.slice('agent_auth_console='.length));
     expect(rows).toEqual([{ session_hash: sha256(value), expires_at: new Date(Number(value.split('.')[0]) * 1000) }]);
+  });
+});
+
+describe(`the console's website page in OpenID Connect mode (${storeName})`, () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256' });
+  });
+  afterAll(() => server.close());
+
+  it('sets the ID token algorithm and the logout URI, refuses a metadata address, and shows recent deliveries and failures', async () => {
+    const op = await operator(server);
+    const client = await server.createClient();
+    const page = `/console/websites/${client.client_id}`;
+    const edit = (fields: Record<string, string>) =>
+      op.post(page, {
+        name: 'Shop',
+        redirect_uris: client.redirect_uris.join('\n'),
+        id_token_signed_response_alg: '',
+        backchannel_logout_uri: '',
+        ...fields,
+      });
+
+    expect((await edit({ id_token_signed_response_alg: 'ES256', backchannel_logout_uri: 'https://shop.example/logout' })).statusCode).toBe(303);
+    let body = (await op.get(page)).body;
+    expect(body).toMatch(/id="id-token-alg">ES256</);
+    expect(body).toContain('<code>https://shop.example/logout</code>');
+    expect(body).toContain('No logout token sent yet.');
+
+    const refused = await edit({ backchannel_logout_uri: 'https://169.254.169.254/latest/meta-data' });
+    expect(refused.statusCode).toBe(303);
+    // The reason travels in the flash cookie to the page the browser is sent back to.
+    body = (await op.get(page, cookieHeader(refused))).body;
+    expect(body).toMatch(/role="alert">backchannel_logout_uri must not resolve to a link-local/);
+    expect(body).toContain('<code>https://shop.example/logout</code>');
+
+    // A delivery refused for an hour, and one delivered, as the sender leaves them.
+    await server.services.db.query(
+      `INSERT INTO logout_deliveries (jti, client_id, agent_id, sid, uri, reason, status, attempts, last_error, delivered_at)
+       VALUES ('jti-console-1', $1, 'agent_a', 'grant_a', 'https://shop.example/logout', 'admin_agent', 'failed', 14, 'answered 503', NULL),
+              ('jti-console-2', $1, 'agent_b', 'grant_b', 'https://shop.example/logout', 'agent_deleted', 'delivered', 1, NULL, now())`,
+      [client.client_id],
+    );
+    body = (await op.get(page)).body;
+    expect(body).toMatch(/id="logout-failures">1 logout token was given up after an hour of refusals; the last: answered 503/);
+    expect(body).toMatch(/<table id="logout-deliveries">[\s\S]*agent_a[\s\S]*answered 503[\s\S]*agent_b[\s\S]*delivered/);
+
+    // Empty fields clear both.
+    expect((await edit({})).statusCode).toBe(303);
+    body = (await op.get(page)).body;
+    expect(body).toMatch(/id="id-token-alg">RS256 \(the default\)</);
+    expect(body).toMatch(/id="logout-uri">None</);
   });
 });

@@ -103,8 +103,9 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
       await admin.end();
     }
   }
-  // The one connection outside the pool that LISTENs (src/db/pg-listener.ts); its last statement was a LISTEN.
-  const LISTENER = `query LIKE 'LISTEN %'`;
+  // The one connection outside the pool that LISTENs (src/db/pg-listener.ts); its last statement was
+  // a LISTEN or its heartbeat.
+  const LISTENER = `(query LIKE 'LISTEN %' OR query LIKE '%agent_auth_listener_heartbeat')`;
 
   const ready = async () => (await server.app.inject('/readyz')).statusCode === 200;
 
@@ -149,6 +150,30 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
     for (const [what, call] of calls.filter(([what]) => /userinfo|introspect|check-status/.test(what))) {
       expect((await call()).statusCode, what).toBe(200);
     }
+  }, 60000);
+
+  it('says so fast when the database freezes: DATABASE_TIMEOUT_MS for the first statement, then 503 at once until a probe answers', async () => {
+    const calls = await storeCalls(server, client);
+    proxy.freeze();
+    const timed = async (call: () => Promise<{ statusCode: number }>) => {
+      const started = Date.now();
+      const res = await call();
+      return { status: res.statusCode, took: Date.now() - started };
+    };
+    // The first statement waits out the deadline (3 s by default), with a margin for a busy machine.
+    const first = await timed(async () => (await startAuthorize(server, client)).res);
+    expect(first.status).toBe(503);
+    expect(first.took).toBeLessThan(3000 + 1500);
+    // From then on no request queues behind the frozen database.
+    for (const [what, call] of calls) {
+      const started = Date.now();
+      expectUnavailable(await call(), what);
+      expect(Date.now() - started, what).toBeLessThan(500);
+    }
+    await proxy.thaw();
+    // The probe answers within seconds, and requests are served again.
+    expect(await within(10_000, ready, 200)).toBe(true);
+    expect((await startAuthorize(server, client)).res.statusCode).toBe(200);
   }, 60000);
 
   it('survives its connections being terminated by the server (pg_terminate_backend)', async () => {

@@ -76,7 +76,7 @@ describe(`the sign-in flow without HTTP (${storeName})`, () => {
   const proof = (requestId: string, extra: Partial<Parameters<typeof authenticate>[1]> = {}) => ({
     requestId,
     agentId: agent.agent_id,
-    agentSecret: agent.agent_secret,
+    credential: { secret: agent.agent_secret },
     model: 'model-1',
     ...extra,
   });
@@ -169,7 +169,7 @@ describe(`the sign-in flow without HTTP (${storeName})`, () => {
 
   it('refuses agents with the reason kept for the audit log only', async () => {
     const { requestId } = await started();
-    await expect(authenticate(services, proof(requestId, { agentSecret: 'aa_as_wrong' }), context)).rejects.toMatchObject({
+    await expect(authenticate(services, proof(requestId, { credential: { secret: 'aa_as_wrong' } }), context)).rejects.toMatchObject({
       error: 'invalid_credentials',
       statusCode: 401,
     });
@@ -181,7 +181,7 @@ describe(`the sign-in flow without HTTP (${storeName})`, () => {
     const other = await services.store.agents.create({ email: 'other@example.com' });
     await authenticate(services, proof(requestId), context);
     await expect(
-      authenticate(services, proof(requestId, { agentId: other.agent_id, agentSecret: other.agent_secret }), context),
+      authenticate(services, proof(requestId, { agentId: other.agent_id, credential: { secret: other.agent_secret } }), context),
     ).rejects.toMatchObject({
       error: 'request_already_authenticated',
       statusCode: 409,

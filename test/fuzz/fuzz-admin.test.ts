@@ -92,7 +92,7 @@ const email: FieldSpec[string] = [
 ];
 
 const CLIENT_VIEW = ['active', 'client_id', 'created_at', 'name', 'redirect_uris'];
-const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name'];
+const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name', 'secret_enabled'];
 
 const json = (value: unknown): Body => ({ kind: 'json', value, contentType: 'application/json' });
 

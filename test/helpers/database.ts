@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { defaultOf } from '../../src/config.js';
 import { wrapPglite } from '../../src/db/pglite.js';
 import { openPostgres } from '../../src/db/postgres.js';
 import type { Db } from '../../src/db/types.js';
@@ -47,7 +48,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const url = schemaUrl(base, schema);
   return {
     url,
-    open: async () => openPostgres(url),
+    open: async () => openPostgres(url, defaultOf('DATABASE_TIMEOUT_MS')),
     async drop() {
       const c = new pg.Client({ connectionString: base });
       await c.connect();

@@ -47,9 +47,13 @@ export async function startTestServer(env: Partial<Env> = {}, options: TestServe
     RATE_LIMIT_CLIENT_PER_CLIENT: '100000',
     RATE_LIMIT_CLIENT_FAILURES_PER_IP: '100000',
     RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT: '100000',
+    RATE_LIMIT_ADMIN_FAILURES_PER_IP: '100000',
     ...env,
   } as Record<string, string>);
-  const db = options.rewriteDatabaseUrl && database.url ? openPostgres(options.rewriteDatabaseUrl(database.url)) : await database.open();
+  const db =
+    options.rewriteDatabaseUrl && database.url
+      ? openPostgres(options.rewriteDatabaseUrl(database.url), config.databaseTimeoutMs)
+      : await database.open();
   const services = await openServices(config, db);
   return instanceOver(services, database.url, options.logger, async () => {
     await services.db.close();
@@ -64,9 +68,10 @@ export async function startTestServer(env: Partial<Env> = {}, options: TestServe
  * instance is a second pair of apps over the first one's Services: the closest equivalent.
  * Close it before the first.
  */
-export async function startSecondInstance(first: TestServer): Promise<TestServer> {
+export async function startSecondInstance(first: TestServer, options: Pick<TestServerOptions, 'rewriteDatabaseUrl'> = {}): Promise<TestServer> {
   if (!first.databaseUrl) return instanceOver(first.services, undefined, undefined, async () => {});
-  const services = await openServices(first.services.config, openPostgres(first.databaseUrl));
+  const url = options.rewriteDatabaseUrl?.(first.databaseUrl) ?? first.databaseUrl;
+  const services = await openServices(first.services.config, openPostgres(url, first.services.config.databaseTimeoutMs));
   return instanceOver(services, first.databaseUrl, undefined, () => services.db.close());
 }
 

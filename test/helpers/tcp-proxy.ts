@@ -55,6 +55,13 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       blackHole = true;
       for (const s of sockets) s.pause();
     },
+    /**
+     * Stop forwarding on the open connections without closing them, as a NAT or firewall that
+     * forgets an idle connection does (no FIN, no RST); new connections pass.
+     */
+    forgetOpen() {
+      for (const s of sockets) s.pause();
+    },
     async thaw() {
       blackHole = false;
       dropConnections();

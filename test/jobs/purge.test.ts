@@ -60,6 +60,10 @@ describe(`purging expired rows (${storeName})`, () => {
        VALUES ('old', 'purge@example.com', now() - interval '25 hours', now() - interval '24 hours'),
               ('recent', 'purge@example.com', now() - interval '1 hour', now() - interval '45 minutes')`,
     );
+    // A spent assertion id is kept only until the assertion could no longer be accepted.
+    await db.query(
+      `INSERT INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES ('agent_x', 'spent', now() - interval '1 second'), ('agent_x', 'live', now() + interval '1 minute')`,
+    );
     const oldEvents = await db.query(`UPDATE audit_events SET at = now() - interval '31 days' WHERE request_id = $1`, [old.requestId]);
 
     const before = {
@@ -71,6 +75,7 @@ describe(`purging expired rows (${storeName})`, () => {
       console_signed_out: await count('console_signed_out'),
       owner_sessions: await count('owner_sessions'),
       owner_email_links: await count('owner_email_links'),
+      agent_assertion_jtis: await count('agent_assertion_jtis'),
       audit_events: await count('audit_events'),
     };
     const removed = await purgeExpired(server.services, { auditRetentionDays: 30, log: server.app.log });
@@ -82,9 +87,11 @@ describe(`purging expired rows (${storeName})`, () => {
       console_signed_out: 1,
       owner_sessions: 1,
       owner_email_links: 1,
+      agent_assertion_jtis: 1,
       signing_keys: 0,
       grants: 1,
       audit_events: oldEvents.rowCount,
+      logout_deliveries: 0,
     });
     expect(oldEvents.rowCount).toBeGreaterThan(0);
     const { audit_events: eventsBefore, ...tables } = before;
@@ -130,7 +137,7 @@ describe(`the purge schedule (${storeName})`, () => {
       }
     };
     // The purge's store over that connection (no grant cache: the purge reads no grant).
-    const store = createStore({ ...db, query: query as Db['query'] }, new GrantCache(0, createMetrics()));
+    const store = createStore({ ...db, query: query as Db['query'] }, new GrantCache(0, createMetrics(), 10_000));
     return { deps: { store, events: server.services.events }, seen };
   }
 

@@ -80,13 +80,15 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
   });
   afterAll(() => server.close());
 
-  it('publishes one public key with kid, alg and use, and OpenID Connect Discovery metadata', async () => {
+  it('publishes one public key per algorithm with kid, alg and use, RS256 first, and OpenID Connect Discovery metadata', async () => {
     const { keys } = await jwks(server);
-    expect(keys).toHaveLength(1);
-    expect(keys[0]).toMatchObject({ kty: KEY_TYPE[alg], alg, use: 'sig', kid: expect.any(String) });
-    // The public half only.
-    expect(keys[0]).not.toHaveProperty('d');
-    expect(keys[0]).not.toHaveProperty('p');
+    expect(keys.map((k) => k.alg)).toEqual(['RS256', 'ES256', 'EdDSA']);
+    for (const key of keys) {
+      expect(key).toMatchObject({ kty: KEY_TYPE[key.alg as typeof alg], use: 'sig', kid: expect.any(String) });
+      // The public half only.
+      expect(key).not.toHaveProperty('d');
+      expect(key).not.toHaveProperty('p');
+    }
 
     const discovery = (await server.app.inject('/.well-known/openid-configuration')).json();
     expect(discovery).toMatchObject({
@@ -99,17 +101,18 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
       response_types_supported: ['code'],
       response_modes_supported: ['query'],
       subject_types_supported: ['public'],
-      id_token_signing_alg_values_supported: [alg],
+      id_token_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
       token_endpoint_auth_methods_supported: ['client_secret_post'],
       code_challenge_methods_supported: ['S256'],
       request_uri_parameter_supported: false,
+      backchannel_logout_supported: true,
+      backchannel_logout_session_supported: true,
     });
-    expect(discovery.claims_supported).toEqual(expect.arrayContaining(['sub', 'email', 'email_verified', 'nonce', 'auth_time', 'model']));
-    // The RFC 8414 document stays as it is in the default mode.
+    expect(discovery.claims_supported).toEqual(expect.arrayContaining(['sub', 'sid', 'email', 'email_verified', 'nonce', 'auth_time', 'model']));
+    // A client that discovers through the RFC 8414 document learns the same: it can validate every ID token.
     const rfc8414 = (await server.app.inject('/.well-known/oauth-authorization-server')).json();
-    expect(rfc8414).not.toHaveProperty('subject_types_supported');
-    expect(rfc8414.issuer).toBe(ISSUER);
+    expect(rfc8414).toEqual(discovery);
   });
 
   it('answers the code grant with an ID token signed by the published key, carrying every claim', async () => {
@@ -131,6 +134,8 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
       auth_time: expect.any(Number),
       nonce: 'nonce-0123456789',
       at_hash: digest.subarray(0, digest.length / 2).toString('base64url'),
+      // The grant's id: the session a logout token will name.
+      sid: expect.any(String),
       email: agent.email,
       email_verified: false,
       model: 'claude-test',
@@ -183,7 +188,8 @@ describe(`signing key rotation (${storeName})`, () => {
   });
 
   it('makes a new key current on every instance, keeps the old one published until its tokens expire, then drops it', async () => {
-    const [oldKey] = (await jwks(server)).keys;
+    const es256 = (keys: { kid?: string; alg?: string }[]) => keys.filter((k) => k.alg === 'ES256').map((k) => k.kid);
+    const oldKey = (await jwks(server)).keys.find((k) => k.alg === 'ES256')!;
     const signedBefore = (await signIn(server, { scope: 'openid' })).tokens.id_token;
     expect(decodeProtectedHeader(signedBefore).kid).toBe(oldKey.kid);
 
@@ -191,11 +197,12 @@ describe(`signing key rotation (${storeName})`, () => {
     expect(rotated.statusCode).toBe(200);
     const newKid = rotated.json.current_kid;
     expect(newKid).not.toBe(oldKey.kid);
-    expect(rotated.json.keys.map((k: { kid: string }) => k.kid)).toEqual([newKid, oldKey.kid]);
+    expect(es256(rotated.json.keys)).toEqual([newKid, oldKey.kid]);
+    expect(rotated.json.current.map((k: { alg: string }) => k.alg)).toEqual(['RS256', 'ES256', 'EdDSA']);
 
     // The other instance publishes both at once, so a token signed before the rotation still verifies there.
     const published = await jwks(second);
-    expect(published.keys.map((k) => k.kid)).toEqual([newKid, oldKey.kid]);
+    expect(es256(published.keys)).toEqual([newKid, oldKey.kid]);
     await jwtVerify(signedBefore, createLocalJWKSet(published));
     const signedAfter = (await signIn(server, { scope: 'openid' })).tokens.id_token;
     expect(decodeProtectedHeader(signedAfter).kid).toBe(newKid);
@@ -210,7 +217,7 @@ describe(`signing key rotation (${storeName})`, () => {
     // sees it: the JWKS is re-read at most once a second), and the purge deletes it.
     await server.services.db.query(`UPDATE signing_keys SET expires_at = now() - interval '1 second' WHERE kid = $1`, [oldKey.kid]);
     const reader = await openSigningKeys(server.services.store.serverKeys, 'ES256', 3600);
-    expect((await reader.published()).map((k) => k.kid)).toEqual([newKid]);
+    expect(es256(await reader.published())).toEqual([newKid]);
     const removed = await purgeExpired(server.services, { auditRetentionDays: 365, log: server.app.log });
     expect(removed.signing_keys).toBe(1);
     expect((await server.adminCall('GET', '/admin/keys')).json).toMatchObject({ alg: 'ES256', current_kid: newKid });
@@ -221,19 +228,67 @@ describe(`signing keys kept in the store (${storeName})`, () => {
   let server: TestServer;
   afterAll(() => server.close());
 
-  it('an instance starting over the same store signs with the same key; another algorithm makes a new key and keeps the old one published', async () => {
+  it('an instance starting over the same store signs with the same keys, whatever its default algorithm', async () => {
     server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256' });
-    const [first] = (await jwks(server)).keys;
-    // As a restart would: the key is read back, not made again.
-    const again = await openSigningKeys(server.services.store.serverKeys, 'RS256', 3600);
-    expect((await again.current()).kid).toBe(first.kid);
+    const published = (await jwks(server)).keys;
+    // As a restart would: the keys are read back, not made again.
+    const again = await openSigningKeys(server.services.store.serverKeys, 'EdDSA', 3600);
+    expect(again.defaultAlg).toBe('EdDSA');
+    for (const alg of ['RS256', 'ES256', 'EdDSA'] as const) {
+      expect((await again.current(alg)).kid).toBe(published.find((k) => k.alg === alg)!.kid);
+    }
+    expect((await again.published()).map((k) => k.kid)).toEqual(published.map((k) => k.kid));
+  });
+});
 
-    const switched = await openSigningKeys(server.services.store.serverKeys, 'EdDSA', 3600);
-    const current = await switched.current();
-    expect(current).toMatchObject({ alg: 'EdDSA' });
-    expect((await switched.published()).map((k) => [k.kid, k.alg])).toEqual([
-      [current.kid, 'EdDSA'],
-      [first.kid, 'RS256'],
-    ]);
+describe(`ID token algorithm per website (${storeName})`, () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256' });
+  });
+  afterAll(() => server.close());
+
+  /** A sign-in at `client` exchanged for tokens; the ID token verified against the JWKS in `alg` only. */
+  async function idTokenOf(client: { client_id: string; client_secret: string; redirect_uris: string[] }, alg: string) {
+    const agent = await server.createAgent();
+    const started = await startAuthorize(server, client, { scope: 'openid' });
+    await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'm' });
+    const { code } = await completeInBrowser(server, started.requestId, started.cookie);
+    const { id_token: idToken } = (await exchangeCode(server, client, code!, started.verifier)).json();
+    const { protectedHeader } = await jwtVerify(idToken, createLocalJWKSet(await jwks(server)), {
+      issuer: ISSUER,
+      audience: client.client_id,
+      algorithms: [alg],
+    });
+    return protectedHeader;
+  }
+
+  it('signs the ID tokens of a website that registered ES256 or EdDSA with that algorithm, others with the default', async () => {
+    for (const alg of ['ES256', 'EdDSA'] as const) {
+      const created = await server.adminCall('POST', '/admin/clients', {
+        name: `Website ${alg}`,
+        redirect_uris: ['https://shop.example/callback'],
+        id_token_signed_response_alg: alg,
+      });
+      expect(created.statusCode, JSON.stringify(created.json)).toBe(201);
+      expect(created.json.id_token_signed_response_alg).toBe(alg);
+      expect((await server.adminCall('GET', `/admin/clients/${created.json.client_id}`)).json.id_token_signed_response_alg).toBe(alg);
+      expect(await idTokenOf(created.json, alg)).toMatchObject({ alg, typ: 'JWT' });
+    }
+    const plain = await server.createClient();
+    expect((await server.adminCall('GET', `/admin/clients/${plain.client_id}`)).json.id_token_signed_response_alg).toBeNull();
+    expect(await idTokenOf(plain, 'RS256')).toMatchObject({ alg: 'RS256' });
+
+    // PATCH changes it, null gives the default back; anything else is refused.
+    const patched = await server.adminCall('PATCH', `/admin/clients/${plain.client_id}`, { id_token_signed_response_alg: 'EdDSA' });
+    expect(patched.json.id_token_signed_response_alg).toBe('EdDSA');
+    expect(await idTokenOf(plain, 'EdDSA')).toMatchObject({ alg: 'EdDSA' });
+    await server.adminCall('PATCH', `/admin/clients/${plain.client_id}`, { id_token_signed_response_alg: null });
+    expect(await idTokenOf(plain, 'RS256')).toMatchObject({ alg: 'RS256' });
+    for (const alg of ['HS256', 'none', 'rs256']) {
+      const refused = await server.adminCall('PATCH', `/admin/clients/${plain.client_id}`, { id_token_signed_response_alg: alg });
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json.error).toBe('invalid_request');
+    }
   });
 });

@@ -140,7 +140,14 @@ describe(`OpenAPI description (${storeName})`, () => {
       expect.arrayContaining(['grant_type', 'code', 'redirect_uri', 'code_verifier', 'refresh_token', 'client_id', 'client_secret']),
     );
     const authenticate = doc.paths['/api/agent/authenticate'].post.requestBody!.content['application/json'].schema;
-    expect(Object.keys(authenticate.properties!)).toEqual(['request_id', 'agent_id', 'agent_secret', 'model', 'expected_redirect_origin']);
+    expect(Object.keys(authenticate.properties!)).toEqual([
+      'request_id',
+      'agent_id',
+      'agent_secret',
+      'agent_assertion',
+      'model',
+      'expected_redirect_origin',
+    ]);
     const userinfo = doc.paths['/userinfo'].get.responses['200'].content!['application/json'].schema;
     expect(Object.keys(userinfo.properties!)).toEqual(['sub', 'email']);
   });

@@ -28,6 +28,8 @@ describe(`metadata and health (${storeName})`, () => {
       authorization_response_iss_parameter_supported: true,
       introspection_endpoint_auth_methods_supported: ['client_secret_post'],
       revocation_endpoint_auth_methods_supported: ['client_secret_post'],
+      agent_authentication_methods_supported: ['agent_secret', 'agent_assertion'],
+      agent_assertion_signing_alg_values_supported: ['EdDSA', 'ES256'],
     });
   });
 

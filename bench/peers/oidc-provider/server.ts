@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { defaultOf } from '../../../src/config.js';
 import { openDb } from '../../../src/db/index.js';
 import { PEER_SCHEMA } from './adapter.js';
 import { createPeerProvider } from './provider.js';
@@ -11,7 +12,11 @@ const port = Number(process.env.PEER_PORT ?? 3100);
 const db =
   process.env.PEER_ADAPTER === 'memory'
     ? undefined
-    : await openDb({ databaseUrl: process.env.DATABASE_URL, dataDir: process.env.DATA_DIR ?? 'memory' });
+    : await openDb({
+        databaseUrl: process.env.DATABASE_URL,
+        dataDir: process.env.DATA_DIR ?? 'memory',
+        databaseTimeoutMs: defaultOf('DATABASE_TIMEOUT_MS'),
+      });
 await db?.exec(PEER_SCHEMA);
 const provider = createPeerProvider(`http://127.0.0.1:${port}`, db);
 const server = createServer(provider.callback()).listen(port, '127.0.0.1');

@@ -18,6 +18,7 @@ from .errors import (
     RequestNotFoundError,
     WrongWebsiteError,
 )
+from .keys import AgentKey
 from .page import READ_IN_PAGE, find_request_id
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "AgentAuthClient",
     "AgentAuthError",
     "AgentAuthTimeoutError",
+    "AgentKey",
     "AsyncAgentAuthClient",
     "InvalidCredentialsError",
     "InvalidRequestError",

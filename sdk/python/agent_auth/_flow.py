@@ -138,8 +138,18 @@ class Transport:
 @dataclass(frozen=True)
 class Credentials:
     agent_id: str
-    agent_secret: str = field(repr=False)
+    agent_secret: Optional[str] = field(repr=False)
     model: str
+    #: In place of the secret: the key that signs an assertion for each call (keys.AgentKey).
+    key: Optional[Any] = field(repr=False, default=None)
+    #: The issuer, which assertions name as their audience.
+    issuer: str = ""
+
+    def proof(self, request_id: str) -> JsonObject:
+        """What proves the agent's identity in one authenticate call."""
+        if self.key is not None:
+            return {"agent_assertion": self.key.assertion(self.agent_id, self.issuer, request_id)}
+        return {"agent_secret": self.agent_secret}
 
 
 def normalize_base_url(base_url: str) -> str:
@@ -158,7 +168,7 @@ def authenticate_step(credentials: Credentials, request_id: str, expected_websit
     body = {
         "request_id": request_id,
         "agent_id": credentials.agent_id,
-        "agent_secret": credentials.agent_secret,
+        **credentials.proof(request_id),
         "model": credentials.model,
     }
     if expected_website is not None:

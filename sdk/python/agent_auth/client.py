@@ -24,6 +24,7 @@ from ._flow import (
     sign_in_flow,
     wait_flow,
 )
+from .keys import AgentKey
 from .page import find_request_id, origin_of
 
 
@@ -32,17 +33,29 @@ class _ClientBase:
         self,
         base_url: str,
         agent_id: str,
-        agent_secret: str,
-        model: str,
+        agent_secret: Optional[str] = None,
+        model: Optional[str] = None,
         *,
+        private_key: Any = None,
+        key_id: Optional[str] = None,
         request_timeout: float = 30.0,
         opener: Optional[urllib.request.OpenerDirector] = None,
     ) -> None:
         """``base_url``: agent-auth's issuer URL. ``model``: the model this agent runs on; the server
         records it with the sign-in and hands it to the website. ``opener``: a urllib opener for
-        proxies, TLS settings or extra handlers."""
+        proxies, TLS settings or extra handlers.
+
+        The agent proves who it is with ``agent_secret``, or with ``private_key`` (PEM, or a
+        ``cryptography`` Ed25519 or P-256 key; needs ``pip install "agent-auth[keys]"``), which signs a
+        fresh assertion for every call and never leaves the process; ``key_id`` is the key's id at the
+        server when it was registered under another than its RFC 7638 thumbprint."""
+        if (agent_secret is None) == (private_key is None):
+            raise ValueError("give exactly one of agent_secret and private_key")
+        if model is None:
+            raise ValueError("model is required: the name of the model this agent runs on")
         self.base_url = normalize_base_url(base_url)
-        self._credentials = Credentials(agent_id, agent_secret, model)
+        key = AgentKey(private_key, key_id) if private_key is not None else None
+        self._credentials = Credentials(agent_id, agent_secret, model, key, self.base_url)
         self._transport = Transport(self.base_url, opener)
         self._request_timeout = request_timeout
 

@@ -1,3 +1,4 @@
+import { type AssertionKey, type AssertionSigner, createAssertion, keyFromPrivateKey, type PrivateKeyInput } from './assertion.js';
 import {
   AgentAuthError,
   errorFromBody,
@@ -11,16 +12,34 @@ import { type PageLike, readRequestId } from './page.js';
 import { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, type SignInStatus } from './protocol.js';
 import { sleep } from './sleep.js';
 
-export interface AgentAuthClientOptions {
-  /** The authorization server's base URL (its issuer), e.g. `https://auth.example`. */
+interface CommonOptions {
+  /** The authorization server's base URL (its issuer: assertions name it as their audience), e.g. `https://auth.example`. */
   baseUrl: string;
   agentId: string;
-  agentSecret: string;
   /** Name of the model this agent runs on; the server records it with the sign-in. */
   model: string;
   /** A fetch implementation; defaults to the global one. */
   fetch?: typeof fetch;
 }
+
+/**
+ * How the agent proves who it is, one of three: its secret; its private key (Ed25519 or P-256),
+ * which signs a fresh assertion for every authenticate call and never leaves the process; or a
+ * `sign` callback for a key held elsewhere, with the key's id and algorithm.
+ */
+export type AgentAuthClientOptions = CommonOptions &
+  (
+    | { agentSecret: string; privateKey?: never; sign?: never; keyId?: never; algorithm?: never }
+    | {
+        privateKey: PrivateKeyInput;
+        /** The key's id at the server; by default its RFC 7638 thumbprint, as the server names a key registered without one. */
+        keyId?: string;
+        agentSecret?: never;
+        sign?: never;
+        algorithm?: never;
+      }
+    | { sign: AssertionSigner; keyId: string; algorithm: AssertionKey['algorithm']; agentSecret?: never; privateKey?: never }
+  );
 
 export type RequestStatus = { status: Exclude<SignInStatus, 'error'> } | { status: 'error'; error: string; error_description: string };
 
@@ -101,6 +120,13 @@ export function parseRetryAfter(value: string | null | undefined, now = Date.now
   return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
 }
 
+/** The URL without its trailing slashes; by index, as `/\/+$/` would retry from every slash of a long run. */
+function withoutTrailingSlashes(url: string): string {
+  let end = url.length;
+  while (end > 0 && url[end - 1] === '/') end--;
+  return url.slice(0, end);
+}
+
 /** Failures worth another poll: rate limits, server trouble, the network. */
 function isTransient(err: unknown): boolean {
   if (err instanceof RateLimitedError) return true;
@@ -112,27 +138,38 @@ function isTransient(err: unknown): boolean {
 export class AgentAuthClient {
   readonly baseUrl: string;
   readonly #agentId: string;
-  readonly #agentSecret: string;
+  readonly #agentSecret: string | undefined;
+  /** The signing key, once resolved (a private key is parsed at the first call). */
+  readonly #key: () => Promise<AssertionKey>;
   readonly #model: string;
   readonly #fetch: typeof fetch;
 
   constructor(options: AgentAuthClientOptions) {
-    this.baseUrl = new URL(options.baseUrl).href.replace(/\/+$/, '');
+    const given = [options.agentSecret, options.privateKey, options.sign].filter((v) => v !== undefined).length;
+    if (given !== 1) throw new TypeError('give exactly one of agentSecret, privateKey and sign');
+    this.baseUrl = withoutTrailingSlashes(new URL(options.baseUrl).href);
     this.#agentId = options.agentId;
     this.#agentSecret = options.agentSecret;
+    const { privateKey, keyId, sign } = options;
+    let key: Promise<AssertionKey> | undefined;
+    this.#key = () =>
+      (key ??=
+        privateKey !== undefined
+          ? keyFromPrivateKey(privateKey, keyId)
+          : Promise.resolve({ keyId: keyId!, algorithm: options.algorithm!, sign: sign! }));
     this.#model = options.model;
     this.#fetch = options.fetch ?? fetch;
   }
 
   /** Proves this agent's identity for one authorization request; the answer names the website. */
-  authenticate(requestId: string, options: AuthenticateOptions = {}): Promise<Authenticated> {
+  async authenticate(requestId: string, options: AuthenticateOptions = {}): Promise<Authenticated> {
     return this.#call('/api/agent/authenticate', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({
         request_id: requestId,
         agent_id: this.#agentId,
-        ...this.#proof(),
+        ...(await this.#proof(requestId)),
         model: this.#model,
         expected_redirect_origin: options.expectedRedirectOrigin,
       }),
@@ -219,9 +256,10 @@ export class AgentAuthClient {
     return { requestId, ...state };
   }
 
-  /** What proves the agent's identity in an authenticate call: its secret (the one way so far). */
-  #proof(): { agent_secret: string } {
-    return { agent_secret: this.#agentSecret };
+  /** What proves the agent's identity in an authenticate call: its secret, or an assertion signed for this request alone. */
+  async #proof(requestId: string): Promise<{ agent_secret: string } | { agent_assertion: string }> {
+    if (this.#agentSecret !== undefined) return { agent_secret: this.#agentSecret };
+    return { agent_assertion: await createAssertion(await this.#key(), { agentId: this.#agentId, issuer: this.baseUrl, requestId }) };
   }
 
   async #call<T>(path: string, init: RequestInit): Promise<T> {

@@ -2,6 +2,7 @@
  * agent-auth's agent SDK (`@agent-auth/agent`): what an AI agent needs to sign in to a website
  * through agent-auth. Uses only `fetch`; works with any browser library whose page fits `PageLike`.
  */
+export { type AssertionKey, type AssertionSigner, createAssertion, keyFromPrivateKey, type PrivateKeyInput } from './assertion.js';
 export {
   AgentAuthClient,
   type AgentAuthClientOptions,
@@ -30,4 +31,13 @@ export {
   WrongWebsiteError,
 } from './errors.js';
 export { findRequestId, type PageLike, readRequestId, type ReadRequestIdOptions } from './page.js';
-export { MAX_WAIT_SECONDS, SIGN_IN_ERRORS, SIGN_IN_STATUSES, type SignInError, type SignInStatus } from './protocol.js';
+export {
+  AGENT_ASSERTION,
+  AGENT_AUTHENTICATION_METHODS,
+  type AgentAssertionAlg,
+  MAX_WAIT_SECONDS,
+  SIGN_IN_ERRORS,
+  SIGN_IN_STATUSES,
+  type SignInError,
+  type SignInStatus,
+} from './protocol.js';

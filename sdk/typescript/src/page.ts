@@ -27,7 +27,7 @@ function decodeEntities(text: string): string {
 function metaRequestId(html: string): string | undefined {
   for (const [tag] of html.matchAll(/<meta\b[^>]*>/gi)) {
     const attributes = new Map<string, string>();
-    for (const m of tag.matchAll(/([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/g)) {
+    for (const m of tag.matchAll(/(?<![\w-])([\w-]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/g)) {
       attributes.set(m[1].toLowerCase(), decodeEntities(m[2] ?? m[3] ?? m[4]));
     }
     const content = attributes.get('content');

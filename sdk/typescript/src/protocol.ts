@@ -26,3 +26,18 @@ export type SignInError = (typeof SIGN_IN_ERRORS)[keyof typeof SIGN_IN_ERRORS];
 
 /** check-status holds a long poll (`wait`) at most this many seconds. */
 export const MAX_WAIT_SECONDS = 25;
+
+/** How an agent may prove who it is to authenticate: its secret, or an assertion signed by one of its keys. */
+export const AGENT_AUTHENTICATION_METHODS = ['agent_secret', 'agent_assertion'] as const;
+
+/**
+ * An agent assertion: a compact JWS whose header has this `typ` and one of these `alg`s, valid at
+ * most `maxLifetimeSeconds` (exp - iat), checked with at most `clockSkewSeconds` of clock skew.
+ */
+export const AGENT_ASSERTION = {
+  type: 'agent-auth+jwt',
+  algorithms: ['EdDSA', 'ES256'],
+  maxLifetimeSeconds: 60,
+  clockSkewSeconds: 30,
+} as const;
+export type AgentAssertionAlg = (typeof AGENT_ASSERTION.algorithms)[number];

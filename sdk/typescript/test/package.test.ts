@@ -11,11 +11,11 @@ describe('the package stands alone', () => {
     expect(Object.keys(manifest.devDependencies).sort()).toEqual(['@types/node', 'typescript', 'vitest']);
   });
 
-  it('imports nothing but its own files: fetch and the platform do the rest', () => {
+  it("imports nothing but its own files and Node's built-ins: fetch and the platform do the rest", () => {
     const outside = readdirSync(here('src'))
       .flatMap((file) => [...readFileSync(here(`src/${file}`), 'utf8').matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)])
       .map((m) => m[1])
-      .filter((specifier) => !specifier.startsWith('./'));
+      .filter((specifier) => !specifier.startsWith('./') && !specifier.startsWith('node:'));
     expect(outside).toEqual([]);
   });
 });

@@ -49,7 +49,7 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   // OpenID Connect Core §3.1.3.3: an ID token when the scope asks for one, in OpenID Connect mode.
   const idToken =
     signingKeys && scope.split(' ').includes('openid')
-      ? (accessToken: string) => signIdToken(signingKeys, config, { ...redeemed, client_id: client.client_id }, accessToken)
+      ? (accessToken: string) => signIdToken(signingKeys, config, { ...redeemed, ...grant }, accessToken)
       : undefined;
   return tokenResponse(deps, { ...grant, scope }, refreshToken, idToken);
 };

@@ -1,0 +1,163 @@
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import type { Config } from '../config.js';
+import type { Log } from '../logger.js';
+import type { Metrics } from '../metrics.js';
+import type { SigningKeys } from '../oidc/signing-keys.js';
+import type { Store } from '../store/index.js';
+import type { DueDelivery } from '../store/logout-deliveries.js';
+import { addressProblem, resolve } from './delivery-address.js';
+import { signLogoutToken } from './logout-token.js';
+
+/** Timings of the sender, in seconds; tests shorten them. */
+export interface SenderTimings {
+  /** One attempt's whole time: connect, send, answer. */
+  timeout: number;
+  /** A claimed delivery is left to other instances after this long (this one died meanwhile). */
+  lease: number;
+  /** How often due deliveries are looked for when no notification came (retries, lost notifications). */
+  poll: number;
+  /** The first retry's delay before jitter; each next one doubles, up to `maxDelay`. */
+  firstDelay: number;
+  maxDelay: number;
+  /** After this long since the revocation a refused delivery is given up: failed. */
+  giveUpAfter: number;
+}
+
+export const SENDER_TIMINGS: SenderTimings = { timeout: 5, lease: 15, poll: 2, firstDelay: 10, maxDelay: 600, giveUpAfter: 3600 };
+
+// Deliveries in flight at once per instance: a slow website holds one slot, not the queue.
+const MAX_IN_FLIGHT = 16;
+
+export interface SenderDeps {
+  config: Pick<Config, 'issuer' | 'adminHost' | 'adminPort'>;
+  store: Pick<Store, 'logoutDeliveries'>;
+  signingKeys: SigningKeys;
+  metrics: Metrics;
+  log: Log;
+}
+
+/**
+ * Exponential backoff with jitter: the n-th retry waits between half and all of firstDelay·2^(n-1)
+ * (capped), so that the deliveries of one kill switch do not all come back at the same instant.
+ */
+export function retryDelay(attempts: number, timings: SenderTimings): number {
+  const full = Math.min(timings.firstDelay * 2 ** (attempts - 1), timings.maxDelay);
+  return full / 2 + Math.random() * (full / 2);
+}
+
+/**
+ * POSTs the logout token (Back-Channel Logout §2.5) to the addresses checked here and nowhere
+ * else (the connection is pinned to them, so a DNS answer that changes meanwhile cannot redirect
+ * it); a redirect is an answer like any other non-2xx, never followed. Resolves with undefined on
+ * 2xx, with the reason otherwise.
+ */
+async function post(uri: string, token: string, deps: SenderDeps, timeoutSeconds: number): Promise<string | undefined> {
+  const url = new URL(uri);
+  const addresses = await resolve(url).catch(() => []);
+  if (addresses.length === 0) return `${url.hostname} does not resolve`;
+  const problem = addressProblem(url, addresses, deps.config);
+  if (problem) return `refused: the URI ${problem}`;
+  const pinned: LookupFunction = (_host, options, callback) =>
+    options.all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
+  const body = new URLSearchParams({ logout_token: token }).toString();
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((settle) => {
+    const req = send(url, {
+      method: 'POST',
+      lookup: pinned,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': Buffer.byteLength(body) },
+      signal: AbortSignal.timeout(timeoutSeconds * 1000),
+    });
+    req.on('response', (res) => {
+      res.resume();
+      const status = res.statusCode ?? 0;
+      settle(status >= 200 && status < 300 ? undefined : `answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`);
+    });
+    req.on('error', (err) => settle(err.name === 'AbortError' ? `no answer within ${timeoutSeconds} s` : `could not connect: ${err.message}`));
+    req.end(body);
+  });
+}
+
+export interface LogoutSender {
+  /** Looks for due deliveries now. */
+  wake(): void;
+  /** Stops claiming; waits for the deliveries in flight. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The back-channel logout sender: runs on every instance, off every request's path. It claims due
+ * deliveries of the outbox (src/store/logout-deliveries.ts), signs a logout token for each and
+ * POSTs it, then records the outcome: delivered, retried later with backoff, or failed for good.
+ * Woken by the database's notification when a revocation writes deliveries, and by a short poll.
+ */
+export async function startLogoutSender(deps: SenderDeps, timings: SenderTimings = SENDER_TIMINGS): Promise<LogoutSender> {
+  const { logoutDeliveries } = deps.store;
+  const inFlight = new Set<Promise<void>>();
+  let claiming = false;
+  let again = false;
+  let stopped = false;
+
+  async function deliver(delivery: DueDelivery): Promise<void> {
+    const token = await signLogoutToken(deps.signingKeys, deps.config.issuer, delivery);
+    const refusal = await post(delivery.uri, token, deps, timings.timeout);
+    const fields = { jti: delivery.jti, client_id: delivery.client_id, attempt: delivery.attempts };
+    if (!refusal) {
+      await logoutDeliveries.delivered(delivery.jti);
+      deps.metrics.logoutDeliveries.inc({ result: 'delivered' });
+      deps.log.info(fields, 'logout token delivered');
+      return;
+    }
+    const status = await logoutDeliveries.refused(delivery.jti, refusal, retryDelay(delivery.attempts, timings), timings.giveUpAfter);
+    deps.metrics.logoutDeliveries.inc({ result: status === 'failed' ? 'failed' : 'retried' });
+    deps.log.warn(
+      { ...fields, refusal },
+      status === 'failed' ? 'logout token delivery failed; given up' : 'logout token delivery refused; will retry',
+    );
+  }
+
+  async function claim(): Promise<void> {
+    if (claiming) return void (again = true);
+    claiming = true;
+    try {
+      do {
+        again = false;
+        if (stopped || inFlight.size >= MAX_IN_FLIGHT) break;
+        const due = await logoutDeliveries.claimDue(MAX_IN_FLIGHT - inFlight.size, timings.lease);
+        for (const delivery of due) {
+          const running = deliver(delivery)
+            .catch((err: unknown) => deps.log.error({ err, jti: delivery.jti }, 'logout token delivery broke off; the lease will run out'))
+            .finally(() => {
+              inFlight.delete(running);
+              void claim();
+            });
+          inFlight.add(running);
+        }
+        if (due.length > 0) again = true;
+      } while (again);
+    } catch (err) {
+      // The store is down: the poll tries again.
+      deps.log.warn({ err }, 'could not read the logout outbox');
+    } finally {
+      claiming = false;
+    }
+  }
+
+  const wake = () => void claim();
+  const unlisten = await logoutDeliveries.onWritten(wake);
+  const poll = setInterval(wake, timings.poll * 1000);
+  poll.unref();
+  wake();
+
+  return {
+    wake,
+    async stop() {
+      stopped = true;
+      clearInterval(poll);
+      await unlisten();
+      while (claiming || inFlight.size > 0) await Promise.allSettled([...inFlight, new Promise((r) => setTimeout(r, 10))]);
+    },
+  };
+}

@@ -1,0 +1,101 @@
+import type { Db } from '../db/types.js';
+
+export type AgentKeyAlg = 'EdDSA' | 'ES256';
+
+/** A public key of an agent (migrations/040): a JWK with public members only. */
+export interface AgentKey {
+  kid: string;
+  alg: AgentKeyAlg;
+  jwk: Record<string, string>;
+  created_at: Date;
+  last_used_at: Date | null;
+}
+
+/** What an assertion is checked against: the agent, and the key its header names (if the agent holds it). */
+export interface AssertionSubject {
+  agent_id: string;
+  active: boolean;
+  key: { alg: AgentKeyAlg; jwk: Record<string, string> } | null;
+}
+
+/** How many keys an agent may hold at once: room for rotation, not a keyring. */
+export const MAX_KEYS_PER_AGENT = 10;
+
+const COLUMNS = 'kid, alg, jwk, created_at, last_used_at';
+
+/** The agents' public keys, and the assertion ids (jti) already spent. */
+export function createAgentKeyStore(db: Db) {
+  return {
+    /**
+     * Adds a key to an existing agent with fewer than MAX_KEYS_PER_AGENT keys. Undefined when there
+     * is no such agent; 'duplicate' when it holds this kid already; 'full' when it holds enough keys.
+     */
+    async add(
+      agentId: string,
+      key: { kid: string; alg: AgentKeyAlg; jwk: Record<string, string> },
+    ): Promise<AgentKey | 'duplicate' | 'full' | undefined> {
+      const { rows } = await db.query<AgentKey & { outcome: string }>(
+        `WITH agent AS (SELECT id, (SELECT count(*) FROM agent_keys WHERE agent_id = $1) AS keys FROM agents WHERE id = $1),
+         added AS (
+           INSERT INTO agent_keys (agent_id, kid, alg, jwk)
+           SELECT id, $2, $3, $4 FROM agent WHERE keys < ${MAX_KEYS_PER_AGENT}
+           ON CONFLICT (agent_id, kid) DO NOTHING
+           RETURNING ${COLUMNS})
+         SELECT 'added' AS outcome, ${COLUMNS} FROM added
+         UNION ALL
+         SELECT CASE WHEN keys >= ${MAX_KEYS_PER_AGENT} THEN 'full' ELSE 'duplicate' END, NULL, NULL, NULL, NULL, NULL
+         FROM agent WHERE NOT EXISTS (SELECT 1 FROM added)`,
+        [agentId, key.kid, key.alg, JSON.stringify(key.jwk)],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      if (row.outcome !== 'added') return row.outcome as 'duplicate' | 'full';
+      const { outcome: _, ...added } = row;
+      return added;
+    },
+
+    /** The agent's keys, oldest first; undefined when there is no such agent. */
+    async list(agentId: string): Promise<AgentKey[] | undefined> {
+      const { rows } = await db.query<AgentKey & { agent: string }>(
+        `SELECT a.id AS agent, k.kid, k.alg, k.jwk, k.created_at, k.last_used_at
+         FROM agents a LEFT JOIN agent_keys k ON k.agent_id = a.id WHERE a.id = $1 ORDER BY k.created_at, k.kid`,
+        [agentId],
+      );
+      if (rows.length === 0) return undefined;
+      return rows.filter((r) => r.kid !== null).map(({ agent: _, ...key }) => key);
+    },
+
+    async remove(agentId: string, kid: string): Promise<boolean> {
+      const { rowCount } = await db.query(`DELETE FROM agent_keys WHERE agent_id = $1 AND kid = $2`, [agentId, kid]);
+      return rowCount > 0;
+    },
+
+    /** The agent and its key `kid`, in one read; undefined when there is no such agent. */
+    async subject(agentId: string, kid: string): Promise<AssertionSubject | undefined> {
+      const { rows } = await db.query<{ agent_id: string; active: boolean; alg: AgentKeyAlg | null; jwk: Record<string, string> | null }>(
+        `SELECT a.id AS agent_id, a.active, k.alg, k.jwk FROM agents a LEFT JOIN agent_keys k ON k.agent_id = a.id AND k.kid = $2
+         WHERE a.id = $1`,
+        [agentId, kid],
+      );
+      const row = rows[0];
+      if (!row) return undefined;
+      return { agent_id: row.agent_id, active: row.active, key: row.alg && row.jwk ? { alg: row.alg, jwk: row.jwk } : null };
+    },
+
+    /**
+     * Spends an assertion id until `keepUntil` and notes the key's use, in one statement; false when
+     * the id was spent already (a replay, whichever instance saw it first).
+     */
+    async spend(agentId: string, kid: string, jti: string, keepUntil: Date): Promise<boolean> {
+      const { rows } = await db.query<{ spent: boolean }>(
+        `WITH spent AS (
+           INSERT INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES ($1, $3, $4)
+           ON CONFLICT (agent_id, jti) DO NOTHING RETURNING 1),
+         used AS (UPDATE agent_keys SET last_used_at = now() WHERE agent_id = $1 AND kid = $2 AND EXISTS (SELECT 1 FROM spent))
+         SELECT EXISTS (SELECT 1 FROM spent) AS spent`,
+        [agentId, kid, jti, keepUntil],
+      );
+      return rows[0].spent;
+    },
+  };
+}
