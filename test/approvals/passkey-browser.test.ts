@@ -168,5 +168,5 @@ describe(`passkeys and owner approval in Chromium (${storeName})`, () => {
     await owner.getByRole('heading', { name: 'Your account' }).waitFor();
     await agentContext.close();
     await ownerContext.close();
-  });
+  }, 120_000);
 });
