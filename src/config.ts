@@ -389,6 +389,14 @@ const envSchema = z.object({
         'Sign-in links sent to one email address per hour, counted in the database so that every instance shares the count. Past it, asking for another answers 429 with `Retry-After`; the links already sent still work.',
       ),
     ),
+  RATE_LIMIT_PASSKEY_SIGN_IN_PER_IP: count
+    .default(30)
+    .meta(
+      about(
+        'Passkey sign-in calls (`/account/passkey/options` and `/sign-in`) per client address per window.',
+        'Calls to `POST /account/passkey/options` and `POST /account/passkey/sign-in` per client address per window: each issues or spends a challenge kept in the store, before anyone is signed in.',
+      ),
+    ),
   RATE_LIMIT_ADMIN_FAILURES_PER_IP: count
     .default(10)
     .meta(
@@ -515,6 +523,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
       clientFailuresPerClient: e.RATE_LIMIT_CLIENT_FAILURES_PER_CLIENT,
       emailLinkPerIp: e.RATE_LIMIT_EMAIL_LINK_PER_IP,
       emailLinkPerEmail: e.RATE_LIMIT_EMAIL_LINK_PER_EMAIL,
+      passkeySignInPerIp: e.RATE_LIMIT_PASSKEY_SIGN_IN_PER_IP,
       adminFailuresPerIp: e.RATE_LIMIT_ADMIN_FAILURES_PER_IP,
     },
     brand: { name: e.BRAND_NAME, logoUrl: e.BRAND_LOGO_URL, logoFile: e.BRAND_LOGO_FILE, accentColor: e.BRAND_ACCENT_COLOR },

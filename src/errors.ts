@@ -141,8 +141,8 @@ export class Unauthorized extends OAuthError {
 
 /** An owner API call without a live session (the portal's cookie, src/owners/sessions.ts). */
 export class LoginRequired extends OAuthError {
-  constructor() {
-    super('login_required', 'sign in at /account first: there is no live session', 401);
+  constructor(description = 'sign in at /account first: there is no live session') {
+    super('login_required', description, 401);
   }
 }
 
@@ -170,5 +170,12 @@ export class RateLimited extends OAuthError {
   constructor(retryAfterSeconds: number) {
     super('rate_limited', `too many requests; retry after ${retryAfterSeconds} seconds`, 429);
     this.headers['retry-after'] = String(Math.max(1, retryAfterSeconds));
+  }
+}
+
+/** Approving an agent's sign-in needs fresh proof that the owner is there (a passkey, or a recent email link). */
+export class FreshAuthenticationRequired extends OAuthError {
+  constructor(description: string) {
+    super('fresh_authentication_required', description, 403);
   }
 }

@@ -1,3 +1,4 @@
+import { mailOwnersOnApprovalRequests } from './approvals/notify.js';
 import { GrantCache } from './cache/grant-cache.js';
 import type { Config } from './config.js';
 import { type Keyring, keyringFrom } from './crypto/keyring.js';
@@ -60,6 +61,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     countEvents(events, metrics);
     const mailer = createMailer(config.mail);
     noticeNewWebsites(events, { config, store, mailer });
+    mailOwnersOnApprovalRequests(events, { config, store, mailer });
     return {
       config,
       db: database,

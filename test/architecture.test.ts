@@ -23,6 +23,8 @@ const FLOORS: Record<string, number> = {
   flows: 6,
   tokens: 6,
   owners: 6,
+  passkeys: 6,
+  approvals: 6,
   logout: 6,
   'services.ts': 7,
   plugins: 8,
@@ -59,6 +61,12 @@ const SERVICE_USERS = new Set([
 const STORE_SLICES: Record<string, string[]> = {
   'services.ts': ['serverKeys'],
   oidc: ['serverKeys'],
+  // Passkeys: their own rows and challenges; signing in with one starts an owner session.
+  passkeys: ['passkeys', 'ownerSessions'],
+  // The owner's decision on a waiting sign-in, checked with their passkeys.
+  approvals: ['approvals', 'passkeys'],
+  // The portal: the owner's own settings and sessions; everything else through src/owners.
+  account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals'],
   'agent-keys': ['agentKeys'],
   flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
   tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
@@ -69,8 +77,6 @@ const STORE_SLICES: Record<string, string[]> = {
   routes: ['clients', 'maintenance'],
   admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners'],
   console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries'],
-  // The portal: the owner's own settings and sessions; everything else through src/owners.
-  account: ['owners', 'ownerSessions', 'auditLog'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

@@ -28,8 +28,10 @@ export function signedInOwner(request: FastifyRequest): SignedInOwner {
  * refused. Browsers send `Origin` with every POST, PATCH and DELETE they make for a page.
  */
 export function refuseForeignOrigin(request: FastifyRequest, issuerOrigin: string) {
-  const origin = request.headers.origin;
   const site = request.headers['sec-fetch-site'];
+  // Our pages send no referrer, so a browser's form post from them says `Origin: null`; the
+  // browser's own Sec-Fetch-Site then says where it came from.
+  const origin = request.headers.origin === 'null' && site === 'same-origin' ? issuerOrigin : request.headers.origin;
   if ((origin !== undefined && origin !== issuerOrigin) || site === 'cross-site' || site === 'same-site') {
     throw new Forbidden('this request did not come from this server’s pages');
   }

@@ -13,7 +13,8 @@ export default async function homePage(app: FastifyInstance) {
     async (request, reply) => {
       if (!request.owner) return renderAccount(request, reply, 'sign-in', { title: 'Sign in' });
       const settings = await store.owners.settings(request.owner.user_id);
-      return renderAccount(request, reply, 'home', { title: 'Your account', settings });
+      const passkeys = await store.passkeys.count(request.owner.user_id);
+      return renderAccount(request, reply, 'home', { title: 'Your account', settings, passkeys });
     },
   );
 }

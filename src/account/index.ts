@@ -5,10 +5,14 @@ import { currentOwner, sessionCookie } from '../owners/sessions.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
 import agentRoutes from './agents.js';
+import approvalRoutes from './approvals.js';
 import emailLinkRoutes from './email-link.js';
 import { isBrowserForm, refuseForeignOrigin, signedInOwner } from './guards.js';
 import homePage from './home.js';
 import meRoutes from './me.js';
+import passkeySignInRoutes from './passkey-sign-in.js';
+import passkeyRoutes from './passkeys.js';
+import portalPages from './portal-pages.js';
 import { renderAccountError } from './render.js';
 import signOutRoute from './sign-out.js';
 
@@ -49,6 +53,8 @@ export default async function accountPlugin(app: FastifyInstance) {
   await app.register(emailLinkRoutes, { issuerOrigin });
   await app.register(homePage);
   await app.register(signOutRoute, { issuerOrigin });
+  await app.register(passkeySignInRoutes, { issuerOrigin });
+  await app.register(portalPages);
 
   await app.register(async (api) => {
     api.addHook('onRequest', async (request) => {
@@ -59,5 +65,7 @@ export default async function accountPlugin(app: FastifyInstance) {
     });
     await api.register(meRoutes);
     await api.register(agentRoutes);
+    await api.register(passkeyRoutes);
+    await api.register(approvalRoutes);
   });
 }

@@ -23,9 +23,9 @@ export default async function meRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { store } = app.services;
   // The owner's row goes with the session (ON DELETE CASCADE), so it is there while the session is.
-  const view = async (settings: Awaited<ReturnType<typeof store.owners.settings>>) => {
+  const view = async (userId: string, settings: Awaited<ReturnType<typeof store.owners.settings>>) => {
     if (!settings) throw new NotFound('no such owner');
-    return { ...settings, passkeys: [] };
+    return { ...settings, passkeys: await store.passkeys.list(userId) };
   };
 
   app.get(
@@ -37,7 +37,10 @@ export default async function meRoutes(fastify: FastifyInstance) {
         response: { 200: meView, ...OWNER_API_ERRORS },
       },
     },
-    async (request) => view(await store.owners.settings(signedInOwner(request).user_id)),
+    async (request) => {
+      const { user_id } = signedInOwner(request);
+      return view(user_id, await store.owners.settings(user_id));
+    },
   );
 
   app.patch(
@@ -58,7 +61,7 @@ export default async function meRoutes(fastify: FastifyInstance) {
       const { user_id: userId } = signedInOwner(request);
       const settings = await store.owners.updateSettings(userId, request.body);
       await store.auditLog.recordAction({ actor: 'owner', event: 'owner_settings_changed', userId, detail: request.body });
-      return view(settings);
+      return view(userId, settings);
     },
   );
 }

@@ -1,4 +1,4 @@
-import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto';
 
 /** `bytes` random bytes, base64url: the one source of every id, secret, token and nonce the server mints. */
 export function randomToken(bytes: number): string {
@@ -13,6 +13,18 @@ export function generateSecret(prefix: string): string {
 /** Shorter random identifiers (128 bits): ids are not secrets, but must not be guessable. */
 export function generateId(prefix: string): string {
   return `${prefix}_${randomToken(16)}`;
+}
+
+// Letters and digits no one mistakes for one another (no 0/O, 1/I/L, 5/S, 8/B).
+const MATCH_ALPHABET = '234679ACDEFGHJKMNPQRTUVWXYZ';
+
+/**
+ * A short code shown both where a sign-in waits and to the owner asked to approve it, so that the
+ * owner can tell which of their agents' sign-ins they approve (`K7M-Q3X`). Not a secret.
+ */
+export function generateMatchCode(): string {
+  const pick = () => MATCH_ALPHABET[randomInt(MATCH_ALPHABET.length)];
+  return `${pick()}${pick()}${pick()}-${pick()}${pick()}${pick()}`;
 }
 
 // One-shot: half the cost of a createHash object, and every client-authenticated call digests a secret.

@@ -6,6 +6,8 @@ import type { EventContext, Events } from './emitter.js';
 const AUDIT_EVENT_OF = {
   'sign-in.started': 'authorize_started',
   'sign-in.authenticated': 'agent_authenticated',
+  'sign-in.approval_requested': 'approval_requested',
+  'sign-in.approved': 'approved',
   'sign-in.completed': 'completed',
   'sign-in.denied': 'denied',
   'sign-in.expired': 'expired',

@@ -31,9 +31,13 @@ export interface EventPayloads {
   'sign-in.started': SignIn;
   /** An agent proved who it is for a sign-in (pending -> authenticated). */
   'sign-in.authenticated': AgentSignIn;
+  /** The sign-in waits for the agent's owner to approve it (their approval policy asks for it). */
+  'sign-in.approval_requested': AgentSignIn;
+  /** The agent's owner approved the sign-in with fresh proof that it is them; the browser may collect the code. */
+  'sign-in.approved': AgentSignIn;
   /** The browser collected the code (authenticated -> completed). */
   'sign-in.completed': AgentSignIn;
-  /** The person pressed Deny on the approval page. */
+  /** The person pressed Deny on the approval page, or the agent's owner declined the sign-in. */
   'sign-in.denied': AgentSignIn;
   /** A sign-in ran out of time; emitted once, by whoever noticed and recorded it (a read, or the purge). */
   'sign-in.expired': SignIn & { agent_id: string | null; model: string | null };

@@ -1,6 +1,6 @@
 import { AccessDenied, OAuthError, RequestExpired } from '../errors.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
-import type { SignInState } from '../store/sign-ins.js';
+import type { Approval, SignInState } from '../store/sign-ins.js';
 
 /**
  * What a sign-in's state means to whoever asks, worked out here only (docs/protocol.md, sign-in
@@ -9,7 +9,7 @@ import type { SignInState } from '../store/sign-ins.js';
  * `status: "error"`).
  */
 
-/** A person pressed Deny, or an operator's kill switch ended the sign-in in flight (both access_denied). */
+/** A person pressed Deny, the agent's owner declined, or a kill switch ended the sign-in in flight (all access_denied). */
 const DENIED = 'this sign-in was denied';
 
 /** Why a sign-in can no longer move on, as the error to answer with; undefined while it can. */
@@ -19,11 +19,16 @@ export function endedError(state: SignInState, deniedStatus: 400 | 403): OAuthEr
   return undefined;
 }
 
-/** check-status's body: the status, and for an ended sign-in, why; never the code. */
-export type StatusAnswer = { status: Exclude<SignInStatus, 'error'> } | { status: 'error'; error: string; error_description: string };
+/**
+ * check-status's body: the status, and for an ended sign-in, why; never the code. An authenticated
+ * sign-in that asked its owner's approval says where that stands (`pending`, then `approved`).
+ */
+export type StatusAnswer =
+  { status: Exclude<SignInStatus, 'error'>; approval?: Approval } | { status: 'error'; error: string; error_description: string };
 
 export function statusAnswer(state: SignInState): StatusAnswer {
   const ended = endedError(state, 400);
   if (ended) return { status: 'error', error: ended.error, error_description: ended.description };
-  return { status: state.status as Exclude<SignInStatus, 'error'> };
+  const status = state.status as Exclude<SignInStatus, 'error'>;
+  return status === 'authenticated' && state.approval ? { status, approval: state.approval } : { status };
 }

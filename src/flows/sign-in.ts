@@ -1,6 +1,6 @@
 import { type AssertionDeps, checkAssertion } from '../agent-keys/assertion.js';
 import type { Config } from '../config.js';
-import { safeEqual, verifySecret } from '../crypto/secrets.js';
+import { generateMatchCode, safeEqual, verifySecret } from '../crypto/secrets.js';
 import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, RedirectOriginMismatch } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
 import type { SignInChanges, SignInWatch } from '../events/sign-in-changes.js';
@@ -10,7 +10,7 @@ import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
 import { idText } from '../protocol/text.js';
 import type { AuthenticationFailure } from '../store/audit-log.js';
 import type { Store } from '../store/index.js';
-import type { AuthenticatedSignIn, EndedSignIn, NewSignIn, SignInDetails, SignInState } from '../store/sign-ins.js';
+import type { Approval, AuthenticatedSignIn, EndedSignIn, NewSignIn, SignInDetails, SignInState } from '../store/sign-ins.js';
 import { bindingHash, newBrowserBinding } from './browser-binding.js';
 import { endedError, type StatusAnswer, statusAnswer } from './sign-in-state.js';
 
@@ -63,13 +63,17 @@ export interface AgentProof {
   expectedOrigin?: string;
 }
 
-/** The authenticate answer: which website the agent has just signed in to, so it can check it. */
+/**
+ * The authenticate answer: which website the agent has just signed in to, so it can check it, and
+ * whether the sign-in waits for its owner's approval.
+ */
 const authenticatedAnswer = (requestId: string, signIn: AuthenticatedSignIn) => ({
   status: 'authenticated' as const,
   request_id: requestId,
   client_id: signIn.client_id,
   client_name: signIn.client_name,
   redirect_origin: redirectOrigin(signIn.redirect_uri),
+  ...(signIn.approval ? { approval: signIn.approval } : {}),
 });
 
 /**
@@ -132,9 +136,11 @@ export async function authenticate(deps: SignInDeps, proof: AgentProof, context:
     }
   }
 
-  const authenticated = await store.signIns.authenticate(requestId, agentId, model);
+  const authenticated = await store.signIns.authenticate(requestId, agentId, model, generateMatchCode());
   if (authenticated) {
-    events.emit('sign-in.authenticated', { ...who, client_id: authenticated.client_id }, context);
+    const facts = { ...who, client_id: authenticated.client_id };
+    events.emit('sign-in.authenticated', facts, context);
+    if (authenticated.approval === 'pending') events.emit('sign-in.approval_requested', facts, context);
     return authenticatedAnswer(requestId, authenticated);
   }
   const current = await store.signIns.getDetails(requestId);
@@ -248,24 +254,28 @@ export interface StatusWait {
   waitMs: number;
   /** The status the caller last saw (default: the status when the call arrives). */
   lastStatus?: SignInStatus;
+  /** The owner's approval the caller last saw (default: as it is when the call arrives). */
+  lastApproval?: Approval;
   /** Answer at once with the state as it is: the caller hung up, or the server is shutting down. */
   stop: AbortSignal;
 }
 
 /**
- * Holds a long poll: returns the state once its status differs from `before`, once the sign-in
- * expires or is gone, when the wait is up, or when `stop` fires.
+ * Holds a long poll: returns the state once its status differs from `before` or its approval from
+ * `approvalBefore`, once the sign-in expires or is gone, when the wait is up, or when `stop` fires.
  */
 async function awaitChange(
   read: () => Promise<SignInState | undefined>,
   initial: SignInState,
   before: SignInStatus,
+  approvalBefore: Approval | null,
   watch: SignInWatch,
   { waitMs, stop }: StatusWait,
 ) {
   const deadline = Date.now() + waitMs;
   let state: SignInState | undefined = initial;
-  while (state && statusAnswer(state).status === before && (before === 'pending' || before === 'authenticated')) {
+  const unchanged = (s: SignInState) => statusAnswer(s).status === before && s.approval === approvalBefore;
+  while (state && unchanged(state) && (before === 'pending' || before === 'authenticated')) {
     const left = Math.min(deadline, state.expires_at.getTime() + 50) - Date.now();
     if (left <= 0 || stop.aborted) break;
     await watch.nextChange(Math.min(left, RECHECK_MS), stop);
@@ -282,7 +292,10 @@ export async function status(deps: SignInDeps, requestId: string, context: Event
   let state: SignInState | undefined;
   try {
     state = await read();
-    if (state && watch && wait) state = await awaitChange(read, state, wait.lastStatus ?? statusAnswer(state).status, watch, wait);
+    if (state && watch && wait) {
+      const before = wait.lastStatus ?? statusAnswer(state).status;
+      state = await awaitChange(read, state, before, wait.lastApproval ?? state.approval, watch, wait);
+    }
   } finally {
     watch?.stop();
   }

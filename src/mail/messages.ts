@@ -54,3 +54,30 @@ export function newWebsiteMessage(input: {
     html: html(intro, { label: 'Review in your account', href: input.link }, after),
   };
 }
+
+/** One of the owner's agents waits for the owner's approval to sign in to a website. */
+export function approvalRequestMessage(input: {
+  to: string;
+  brand: string;
+  link: string;
+  agent: string;
+  model: string;
+  website: string;
+  origin: string;
+  matchCode: string;
+  expiresAt: Date;
+}): MailMessage {
+  const intro = [
+    `Your agent ${input.agent} (model ${input.model}) wants to sign in to ${input.website} (${input.origin}), and waits for your approval.`,
+    `Match code: ${input.matchCode}. The page where the sign-in waits shows the same code.`,
+  ];
+  const after = [
+    `Approve or decline it in your account before ${input.expiresAt.toISOString().slice(11, 16)} UTC. Approving asks for your passkey, or for a fresh sign-in by email. If you do not expect this sign-in, decline it.`,
+  ];
+  return {
+    to: input.to,
+    subject: `Approve your agent's sign-in to ${input.website}? (${input.matchCode})`,
+    text: [...intro, '', `Review it: ${input.link}`, '', ...after, ''].join('\n'),
+    html: html(intro, { label: 'Review the sign-in', href: input.link }, after),
+  };
+}

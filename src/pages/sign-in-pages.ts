@@ -12,13 +12,18 @@ export interface SignInPageData {
   expiresAt: Date;
   /** Approval page only. */
   approval?: { agentId: string; agentName: string | null; model: string; email: string; csrfToken: string };
+  /** Waiting for the owner only: who must approve, and the code they see too. */
+  owner?: { email: string; agentName: string | null; matchCode: string };
 }
 
 // A string literal embedded in a script element: "<" escaped so no value can close the element.
 const scriptString = (value: string) => JSON.stringify(value).replace(/</g, '\\u003c');
 
-/** Renders the waiting page (the agent has yet to authenticate) or the approval page. */
-export function renderSignInPage(reply: FastifyReply, page: 'waiting' | 'approval', data: SignInPageData) {
+/**
+ * Renders the waiting page (the agent has yet to authenticate), the page that waits for the agent's
+ * owner to approve, or the approval page (REQUIRE_APPROVAL).
+ */
+export function renderSignInPage(reply: FastifyReply, page: 'waiting' | 'owner-approval' | 'approval', data: SignInPageData) {
   const origin = redirectOrigin(data.redirectUri);
   return reply.view(`${page}.eta`, {
     ...data,

@@ -54,12 +54,16 @@ const schema = {
       client_id: z.string().describe('the website this sign-in is for'),
       client_name: z.string(),
       redirect_origin: z.string().describe('scheme://host[:port] of the redirect URI: where the code goes'),
+      approval: z
+        .enum(['pending', 'approved'])
+        .optional()
+        .describe("present when the agent's owner must approve this sign-in: pending until they do (check-status tells when)"),
     }),
     ...errorResponses({
       400: 'invalid_request (a field is missing or malformed) or request_expired',
       401: "invalid_credentials: unknown or inactive agent, wrong secret (or a key-only agent's), or an assertion that does not hold",
       403:
-        'access_denied: this sign-in was denied (by the person, or ended by an operator), or it is reserved for another agent (login_hint); ' +
+        "access_denied: this sign-in was denied (by the person or the agent's owner, or ended by an operator), or it is reserved for another agent (login_hint); " +
         'redirect_origin_mismatch: the sign-in is for another website than expected_redirect_origin',
       404: 'not_found: no such authorization request',
       409: 'request_already_authenticated: another agent authenticated this request first',

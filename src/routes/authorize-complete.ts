@@ -10,11 +10,11 @@ const schema = {
   tags: ['browser'],
   description:
     'Where the sign-in page sends the browser once the agent has authenticated; needs the cookie set by /authorize. ' +
-    'Redirects to the website with the code, or shows the waiting page while the agent has yet to authenticate, or ' +
-    'the approval page when REQUIRE_APPROVAL is on.',
+    'Redirects to the website with the code, or shows the waiting page while the agent has yet to authenticate or its ' +
+    'owner has yet to approve (no code is issued then), or the approval page when REQUIRE_APPROVAL is on.',
   querystring: z.object({ request_id: requestIdSchema }),
   response: {
-    200: htmlPage('The waiting page, or the approval page'),
+    200: htmlPage("The waiting page (for the agent, or for its owner's approval), or the approval page"),
     302: noBody('To the redirect_uri with code, state and iss (RFC 9207)'),
     400: htmlPage('Error page: invalid_request (another browser, or already completed), request_expired or access_denied'),
     404: htmlPage('Error page: not_found, no such authorization request'),
@@ -24,8 +24,9 @@ const schema = {
 
 /**
  * GET /authorize/complete: where the page sends the browser once the agent has authenticated.
- * Still pending: the waiting page again (the no-JavaScript refresh lands here). Authenticated:
- * the code goes to the website, or, with REQUIRE_APPROVAL, the approval page is shown first.
+ * Still pending: the waiting page again (the no-JavaScript refresh lands here); waiting for the
+ * owner's approval: the page that says so. Authenticated: the code goes to the website, or, with
+ * REQUIRE_APPROVAL, the approval page is shown first.
  */
 export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -50,6 +51,10 @@ export default async function authorizeCompleteRoute(fastify: FastifyInstance) {
       expiresAt: details.expires_at,
     };
     if (details.status === 'pending') return renderSignInPage(reply, 'waiting', page);
+    if (details.approval === 'pending') {
+      const owner = { email: details.email!, agentName: details.agent_name, matchCode: details.match_code! };
+      return renderSignInPage(reply, 'owner-approval', { ...page, owner });
+    }
     if (config.requireApproval) {
       return renderSignInPage(reply, 'approval', {
         ...page,

@@ -10,6 +10,10 @@ import { errorResponses, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 // The serializer drops fields this does not name; the flow's StatusAnswer fits it.
 const statusSchema = z.object({
   status: z.enum(SIGN_IN_STATUSES),
+  approval: z
+    .enum(['pending', 'approved'])
+    .optional()
+    .describe("with status authenticated, when the agent's owner must approve the sign-in: pending until they approve"),
   error: z.string().optional().describe('with status error: request_expired or access_denied'),
   error_description: z.string().optional(),
 });
@@ -33,6 +37,9 @@ const schema = {
       .describe(
         'with wait: the status the caller last saw; the answer is held only while the request still has it (default: its status when the call arrives)',
       ),
+    last_approval: statusSchema.shape.approval.describe(
+      'with wait: the approval the caller last saw; the answer is held only while it stays so (default: as it is when the call arrives)',
+    ),
   }),
   response: {
     200: statusSchema,
@@ -56,11 +63,16 @@ export default async function checkStatusRoute(fastify: FastifyInstance) {
   app.addHook('preClose', async () => closing.abort());
 
   app.get('/api/check-status', { schema, onRequest: [noStore, perIp] }, async (request, reply) => {
-    const { request_id: requestId, wait = 0, last_status: lastStatus } = request.query;
+    const { request_id: requestId, wait = 0, last_status: lastStatus, last_approval: lastApproval } = request.query;
     const context = { log: request.log };
     if (wait === 0) return status(app.services, requestId, context);
     const hungUp = new AbortController();
     reply.raw.once('close', () => hungUp.abort());
-    return status(app.services, requestId, context, { waitMs: wait * 1000, lastStatus, stop: AbortSignal.any([hungUp.signal, closing.signal]) });
+    return status(app.services, requestId, context, {
+      waitMs: wait * 1000,
+      lastStatus,
+      lastApproval,
+      stop: AbortSignal.any([hungUp.signal, closing.signal]),
+    });
   });
 }

@@ -5,6 +5,8 @@ export const AUDIT_EVENTS = [
   'authorize_started',
   'agent_authenticated',
   'agent_authentication_failed',
+  'approval_requested',
+  'approved',
   'completed',
   'denied',
   'expired',

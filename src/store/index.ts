@@ -1,6 +1,7 @@
 import type { Db } from '../db/types.js';
 import { createAgentKeyStore } from './agent-keys.js';
 import { createAgentStore } from './agents.js';
+import { createApprovalStore } from './approvals.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
@@ -12,6 +13,7 @@ import { createMaintenanceStore } from './maintenance.js';
 import { createOwnerAgentStore } from './owner-agents.js';
 import { createOwnerSessionStore } from './owner-sessions.js';
 import { createOwnerStore } from './owners.js';
+import { createPasskeyStore } from './passkeys.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
 
@@ -32,6 +34,8 @@ export function createStore(db: Db, grantCache: StoreCache) {
     ownerAgents: createOwnerAgentStore(db),
     ownerSessions: createOwnerSessionStore(db),
     emailLinks: createEmailLinkStore(db),
+    passkeys: createPasskeyStore(db),
+    approvals: createApprovalStore(db),
     logoutDeliveries: createLogoutDeliveryStore(db),
   };
 }

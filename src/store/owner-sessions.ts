@@ -1,7 +1,7 @@
 import type { Db } from '../db/types.js';
 
-/** How an owner proved who they are: so far only by a link sent to their email. */
-export type AuthenticationMethod = 'email_link';
+/** How an owner proved who they are: by a link sent to their email, or with a passkey. */
+export type AuthenticationMethod = 'email_link' | 'passkey';
 
 /** The owner behind a live session, and how the session began. */
 export interface OwnerSession {
@@ -60,6 +60,15 @@ export function createOwnerSessionStore(db: Db) {
         );
         return { user_id: users[0].id };
       });
+    },
+
+    /** A session for an owner who proved who they are another way than a link (a passkey). */
+    async start(input: { sessionHash: string; userId: string; method: AuthenticationMethod; lifetimes: SessionLifetimes }): Promise<void> {
+      await db.query(
+        `INSERT INTO owner_sessions (session_hash, user_id, expires_at, authenticated_by)
+         VALUES ($1, $2, now() + make_interval(secs => $3), $4)`,
+        [input.sessionHash, input.userId, input.lifetimes.absoluteSeconds, input.method],
+      );
     },
 
     /** The session's owner if it is live (neither idle too long nor past its end); marks it seen. */

@@ -21,7 +21,13 @@ export interface SignInState {
   redirect_uri: string;
   state: string;
   expires_at: Date;
+  /** The owner's approval: waited for ('pending'), given ('approved'), or not asked (null). */
+  approval: Approval | null;
+  /** Shown on the waiting page and to the owner while approval is asked. */
+  match_code: string | null;
 }
+
+export type Approval = 'pending' | 'approved';
 
 /** What the approval page shows: who signs in, with which model, what is shared with whom. */
 export interface SignInDetails extends SignInState {
@@ -48,6 +54,7 @@ const overdue = (r: string) => `${r}.status IN ('pending', 'authenticated') AND 
 const RECORD_EXPIRY = `status = 'error', error = 'request_expired'`;
 
 const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
+  r.approval, r.match_code,
   (${overdue('r')} OR r.error = 'request_expired') AS expired`;
 
 /** Where a completed or denied request sends the browser, and who it was for (the audit log line). */
@@ -59,11 +66,12 @@ export interface EndedSignIn {
   model: string;
 }
 
-/** The website an agent has just authenticated a request for. */
+/** The website an agent has just authenticated a request for, and whether its owner must approve. */
 export interface AuthenticatedSignIn {
   client_id: string;
   client_name: string;
   redirect_uri: string;
+  approval: Approval | null;
 }
 
 /** A request whose expiry was just recorded, for the audit log line. */
@@ -141,16 +149,27 @@ export function createSignInStore(db: Db) {
 
     /**
      * pending -> authenticated, for the agent the website named if it named one (login_hint);
-     * undefined when the request was not pending, unexpired and open to this agent.
+     * undefined when the request was not pending, unexpired and open to this agent. In the same
+     * statement, the owner's approval is asked when the agent's policy (or else its owner's) says
+     * so: `always`, or `new_website` when the agent holds no live grant with this website.
      */
-    async authenticate(id: string, agentId: string, model: string): Promise<AuthenticatedSignIn | undefined> {
+    async authenticate(id: string, agentId: string, model: string, matchCode: string): Promise<AuthenticatedSignIn | undefined> {
       const { rows } = await db.query<AuthenticatedSignIn>(
-        `UPDATE auth_requests r SET status = 'authenticated', agent_id = $2, model = $3, authenticated_at = now()
+        `UPDATE auth_requests r SET status = 'authenticated', agent_id = $2, model = $3, authenticated_at = now(),
+           (approval, match_code) = (
+             SELECT p.approval, CASE WHEN p.approval IS NOT NULL THEN $4 END
+             FROM (SELECT CASE coalesce(a.approval_policy, u.approval_policy)
+                            WHEN 'always' THEN 'pending'
+                            WHEN 'new_website' THEN CASE WHEN EXISTS (
+                              SELECT 1 FROM grants g WHERE g.agent_id = a.id AND g.client_id = r.client_id
+                                AND g.revoked_at IS NULL AND g.expires_at > now()) THEN NULL ELSE 'pending' END
+                          END AS approval
+                   FROM agents a JOIN users u ON u.id = a.user_id WHERE a.id = $2) p)
          FROM clients c
          WHERE r.id = $1 AND r.status = 'pending' AND r.expires_at > now() AND (r.login_hint IS NULL OR r.login_hint = $2)
            AND c.id = r.client_id
-         RETURNING r.client_id, c.name AS client_name, r.redirect_uri`,
-        [id, agentId, model],
+         RETURNING r.client_id, c.name AS client_name, r.redirect_uri, r.approval`,
+        [id, agentId, model, matchCode],
       );
       return rows[0];
     },
@@ -164,7 +183,7 @@ export function createSignInStore(db: Db) {
       const { rows } = await db.query<EndedSignIn>(
         `WITH done AS (
            UPDATE auth_requests SET status = 'completed', completed_at = now()
-           WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND expires_at > now()
+           WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND approval IS DISTINCT FROM 'pending' AND expires_at > now()
            RETURNING id, client_id, agent_id, redirect_uri, state, code_challenge, scope, model
          ), code AS (
            INSERT INTO auth_codes (code_hash, request_id, client_id, agent_id, redirect_uri, code_challenge, scope, model, expires_at)

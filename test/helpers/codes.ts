@@ -36,7 +36,8 @@ export async function insertCode(
     },
     600,
   );
-  if (!(await signIns.authenticate(started.id, input.agentId, input.model ?? 'test-model-1'))) throw new Error('fixture request not authenticated');
+  if (!(await signIns.authenticate(started.id, input.agentId, input.model ?? 'test-model-1', 'TST-000')))
+    throw new Error('fixture request not authenticated');
   const completed = await signIns.complete(started.id, browserHash, Math.max(1, input.expiresInSeconds ?? 600));
   if (!completed) throw new Error('fixture request not completed');
   const { expiresInSeconds } = input;

@@ -1,0 +1,101 @@
+import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
+import { FreshAuthenticationRequired, InvalidRequest, NotFound, RequestExpired } from '../errors.js';
+import type { EventContext, Events } from '../events/emitter.js';
+import { assertionOptions, type PasskeyDeps, PasskeyRefused, verifyAssertion } from '../passkeys/webauthn.js';
+import type { Store } from '../store/index.js';
+
+/**
+ * The owner's decision on a sign-in one of their agents is waiting on (docs/protocol.md, owner
+ * approval). Approving needs fresh proof that the owner is there, which nothing the agent holds
+ * can give: a passkey assertion with user verification over a challenge bound to this sign-in, or,
+ * for an owner with no passkey, an email-link sign-in less than 5 minutes old. Denying needs only
+ * the owner's session. Everything is in the store, so any instance may decide.
+ */
+
+export interface ApprovalDeps extends PasskeyDeps {
+  store: Pick<Store, 'approvals' | 'passkeys'>;
+  events: Events;
+}
+
+/** The owner deciding, as their session knows them. */
+export interface Decider {
+  user_id: string;
+  authenticated_by: string;
+  authenticated_at: Date;
+}
+
+/** How recent an email-link sign-in must be to approve without a passkey. */
+export const FRESH_EMAIL_LINK_MS = 5 * 60_000;
+
+const notFound = () => new NotFound('no such sign-in is waiting for you');
+
+/** The sign-in, if it is one of this owner's agents' and can still be decided on. */
+async function decidable(deps: ApprovalDeps, requestId: string, userId: string) {
+  const signIn = await deps.store.approvals.owned(requestId, userId);
+  if (!signIn) throw notFound();
+  if (signIn.expired) throw new RequestExpired();
+  return signIn;
+}
+
+/** Request options whose challenge is bound to this sign-in and this owner. */
+export async function approvalOptions(deps: ApprovalDeps, requestId: string, userId: string) {
+  const signIn = await decidable(deps, requestId, userId);
+  if (signIn.approval !== 'pending' || signIn.status !== 'authenticated') throw new InvalidRequest('this sign-in is not waiting for approval');
+  return assertionOptions(deps, 'approval', { user_id: userId, request_id: requestId });
+}
+
+/** Proof that the owner is there now: their passkey over this sign-in's challenge, or a fresh email link. */
+async function freshlyVerified(deps: ApprovalDeps, requestId: string, owner: Decider, credential: AuthenticationResponseJSON | undefined) {
+  const passkeys = await deps.store.passkeys.count(owner.user_id);
+  if (passkeys === 0) {
+    const fresh = owner.authenticated_by === 'email_link' && Date.now() - owner.authenticated_at.getTime() < FRESH_EMAIL_LINK_MS;
+    if (!fresh) throw new FreshAuthenticationRequired('sign in again with a link from your email (valid for 5 minutes), then approve');
+    return;
+  }
+  if (!credential) throw new FreshAuthenticationRequired("approve with your passkey: send an assertion over this sign-in's challenge");
+  try {
+    await verifyAssertion(
+      deps,
+      'approval',
+      credential,
+      (issued, passkey) => issued.request_id === requestId && issued.user_id === owner.user_id && passkey.user_id === owner.user_id,
+    );
+  } catch (error) {
+    if (error instanceof PasskeyRefused) throw new FreshAuthenticationRequired(error.message);
+    throw error;
+  }
+}
+
+async function emit(deps: ApprovalDeps, step: 'sign-in.approved' | 'sign-in.denied', requestId: string, context: EventContext) {
+  const facts = await deps.store.approvals.request(requestId);
+  if (facts) deps.events.emit(step, { request_id: requestId, client_id: facts.client_id, agent_id: facts.agent_id, model: facts.model }, context);
+}
+
+/** pending -> approved; approving again is harmless. */
+export async function approve(
+  deps: ApprovalDeps,
+  requestId: string,
+  owner: Decider,
+  credential: AuthenticationResponseJSON | undefined,
+  context: EventContext,
+): Promise<void> {
+  const signIn = await decidable(deps, requestId, owner.user_id);
+  if (signIn.approval === 'approved') return;
+  if (signIn.status === 'error') throw new InvalidRequest('this sign-in has already been declined');
+  if (signIn.approval !== 'pending') throw new InvalidRequest('this sign-in is not waiting for approval');
+  await freshlyVerified(deps, requestId, owner, credential);
+  if (await deps.store.approvals.approve(requestId, owner.user_id)) return emit(deps, 'sign-in.approved', requestId, context);
+  // Lost a race: approved meanwhile (fine), or declined or expired (say so).
+  const now = await decidable(deps, requestId, owner.user_id);
+  if (now.approval !== 'approved') throw new InvalidRequest('this sign-in can no longer be approved');
+}
+
+/** authenticated -> error (access_denied): the sign-in ends, for the agent and its page alike; denying again is harmless. */
+export async function deny(deps: ApprovalDeps, requestId: string, owner: Decider, context: EventContext): Promise<void> {
+  const signIn = await decidable(deps, requestId, owner.user_id);
+  if (signIn.status === 'error') return;
+  if (signIn.approval !== 'pending') throw new InvalidRequest('this sign-in is not waiting for approval');
+  if (await deps.store.approvals.deny(requestId, owner.user_id)) return emit(deps, 'sign-in.denied', requestId, context);
+  const now = await decidable(deps, requestId, owner.user_id);
+  if (now.status !== 'error') throw new InvalidRequest('this sign-in can no longer be declined');
+}
