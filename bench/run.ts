@@ -169,7 +169,7 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
     args.profile ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
   );
   try {
-    const { client, agent } = await registerOurs(adminBase);
+    const { client, agent, keyed } = await registerOurs(adminBase);
     const codes = only('token (authorization_code)') ? codeCount : 0;
     log(`  preparing: ${load.connections + 1} sign-ins, ${codes} codes`);
     const access = (await fullSignIn(base, client, agent)).access_token;
@@ -206,6 +206,8 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
           ),
       ],
       ['full sign-in', () => loop(() => fullSignIn(base, client, agent).then(() => {}), load)],
+      // The same sign-in, the agent proving itself with an Ed25519 assertion instead of its secret.
+      ['full sign-in (assertion)', () => loop(() => fullSignIn(base, client, keyed).then(() => {}), load)],
     ];
     server.resetRss();
     const ours: Record<string, Measurement> = {};

@@ -1,3 +1,5 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { type AssertionKey, createAssertion, keyFromPrivateKey } from '@agent-auth/agent';
 import { CookieJar, expectStatus, FORM, form, pkce } from './http.js';
 
 export interface OurClient {
@@ -10,6 +12,8 @@ export type ClientCredentials = Pick<OurClient, 'client_id' | 'client_secret'>;
 export interface OurAgent {
   agent_id: string;
   agent_secret: string;
+  /** With a key, the agent authenticates with an assertion (signed by the bench, not the server) instead of its secret. */
+  key?: AssertionKey;
 }
 export interface TokenSet {
   access_token: string;
@@ -52,11 +56,13 @@ async function admin<T>(adminUrl: string, path: string, body: unknown): Promise<
   return (await res.json()) as T;
 }
 
-/** One website and one agent, registered through the admin API. */
+/** One website and one agent, registered through the admin API; `keyed` is the same agent signing in with an Ed25519 key. */
 export async function registerOurs(adminUrl: string) {
   const client = await admin<OurClient>(adminUrl, '/admin/clients', { name: 'Bench shop', redirect_uris: [REDIRECT_URI] });
   const agent = await admin<OurAgent>(adminUrl, '/admin/agents', { email: 'bench-owner@example.com', name: 'Bench agent' });
-  return { client, agent };
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  await admin(adminUrl, `/admin/agents/${agent.agent_id}/keys`, { jwk: publicKey.export({ format: 'jwk' }) });
+  return { client, agent, keyed: { ...agent, key: await keyFromPrivateKey(privateKey) } };
 }
 
 /** GET /authorize as a browser: the request id from the page and the binding cookie. */
@@ -79,12 +85,15 @@ export async function authorizePage(base: string, client: OurClient) {
   return { jar, verifier, requestId };
 }
 
-/** POST /api/agent/authenticate: the agent's back-channel step. */
+/** POST /api/agent/authenticate: the agent's back-channel step, with its secret or an assertion. */
 export async function authenticate(base: string, agent: OurAgent, requestId: string) {
+  const proof = agent.key
+    ? { agent_assertion: await createAssertion(agent.key, { agentId: agent.agent_id, issuer: base, requestId }) }
+    : { agent_secret: agent.agent_secret };
   const res = await fetch(`${base}/api/agent/authenticate`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'bench-model' }),
+    body: JSON.stringify({ request_id: requestId, agent_id: agent.agent_id, ...proof, model: 'bench-model' }),
   });
   await (await expectStatus(res, 200)).arrayBuffer();
 }

@@ -1,15 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
+import { addAgentKey, deleteAgentKey, kidSchema, listAgentKeys } from '../agent-keys/registration.js';
+import { OAuthError } from '../errors.js';
 import { agentRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
-import { firstProblem, FormProblem, redirectWith, renderConsole } from './render.js';
+import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions, withWebsiteHosts } from './resource.js';
 
 // Where a per-grant revoke returns to: a console page, never anywhere else.
 const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;
 
-/** Agents: list, register, switch off and on, rotate the secret, the kill switch, and their grants. */
+/** Agents: list, register, switch off and on, rotate the secret, the kill switch, their keys, and their grants. */
 export default async function agentPages(app: FastifyInstance) {
   const { agents, grantAdmin } = app.services.store;
   const page = { config: { html: true } };
@@ -37,6 +39,7 @@ export default async function agentPages(app: FastifyInstance) {
       title: agent.name ?? agent.agent_id,
       nav: 'agents',
       agent,
+      keys: await listAgentKeys(app.services, id),
       grants: await withWebsiteHosts(app.services.store, (await grantAdmin.ofAgent(id)) ?? []),
     });
   });
@@ -57,6 +60,53 @@ export default async function agentPages(app: FastifyInstance) {
       },
     }),
   );
+
+  // Keys and the secret switch: the admin API's functions, their refusals shown on the agent's page.
+  const keyAction = async (back: string, action: () => Promise<unknown>) => {
+    try {
+      await action();
+    } catch (err) {
+      if (err instanceof OAuthError && err.statusCode < 500) throw new FormProblem(err.description, back);
+      throw err;
+    }
+  };
+
+  app.post('/agents/:id/keys', page, async (request, reply) => {
+    const id = idParam(request, 'agent');
+    const back = `/console/agents/${id}`;
+    let jwk: unknown;
+    try {
+      jwk = JSON.parse(form(request).jwk ?? '');
+    } catch {
+      throw new FormProblem('public key: paste a JWK, a JSON object such as {"kty":"OKP","crv":"Ed25519","x":"…"}', back);
+    }
+    if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw new FormProblem('public key: a JWK is a JSON object', back);
+    let kid = '';
+    await keyAction(back, async () => ({ kid } = await addAgentKey(app.services, id, jwk as Record<string, unknown>)));
+    return redirectWith(request, reply, back, { notice: `Key ${kid} added: the agent can sign in with it now.` });
+  });
+
+  app.post('/agents/:id/keys/:kid/delete', page, async (request, reply) => {
+    const id = idParam(request, 'agent');
+    const back = `/console/agents/${id}`;
+    const kid = kidSchema.safeParse((request.params as { kid: string }).kid);
+    if (!kid.success) throw new FormProblem('unknown key', back);
+    await keyAction(back, () => deleteAgentKey(app.services, id, kid.data));
+    return redirectWith(request, reply, back, { notice: `Key ${kid.data} deleted: assertions it signs are refused from now on.` });
+  });
+
+  app.post('/agents/:id/secret-enabled', page, async (request, reply) => {
+    const id = idParam(request, 'agent');
+    const back = `/console/agents/${id}`;
+    const enabled = form(request).secret_enabled === 'true';
+    const patch = parseForm(agentPatch, { secret_enabled: enabled }, back);
+    found(await agentRecords(app.services, { log: request.log }).update(id, patch), 'agent', id);
+    return redirectWith(request, reply, back, {
+      notice: enabled
+        ? 'Secret allowed again: the agent may sign in with its secret or a key.'
+        : 'Key-only: the agent’s secret is refused from now on.',
+    });
+  });
 
   app.post('/grants/:id/revoke', page, async (request, reply) => {
     const { id } = request.params as { id: string };

@@ -1,4 +1,5 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, generateKeyPairSync } from 'node:crypto';
+import { calculateJwkThumbprint, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/crypto/secrets.js';
 import { exchangeCode } from '../helpers/codes.js';
@@ -193,6 +194,47 @@ describe(`the operators' console (${storeName})`, () => {
     expect((await op.get('/console/websites')).body).toContain(
       '<textarea id="redirect_uris" name="redirect_uris" required aria-describedby="redirect-hint"></textarea>',
     );
+  });
+
+  it("adds and deletes an agent's keys and makes it key-only, through the admin API's rules", async () => {
+    const op = await operator(server);
+    const agent = await server.createAgent();
+    const page = `/console/agents/${agent.agent_id}`;
+    /** Posts a form, then shows the page it leads to with its flash, as a browser would. */
+    const act = async (url: string, fields: Record<string, string>) => {
+      const res = await op.post(url, fields);
+      expect(res.statusCode).toBe(303);
+      return (await op.get(res.headers.location as string, cookieHeader(res))).body;
+    };
+    expect((await op.get(page)).body).toContain('No keys: the agent signs in with its secret.');
+
+    const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
+    const kid = await calculateJwkThumbprint(jwk as JWK, 'sha256');
+    let body = await act(`${page}/keys`, { jwk: JSON.stringify(jwk) });
+    expect(body).toContain(`Key ${kid} added`);
+    expect(body).toContain(`<tr data-kid="${kid}">`);
+    expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys).toHaveLength(1);
+
+    // Refusals come back on the page, nothing added.
+    const privateJwk = generateKeyPairSync('ed25519').privateKey.export({ format: 'jwk' });
+    expect(await act(`${page}/keys`, { jwk: JSON.stringify(privateJwk) })).toMatch(/class="problem" role="alert">jwk holds a private key/);
+    expect(await act(`${page}/keys`, { jwk: 'not json' })).toMatch(/class="problem" role="alert">public key: paste a JWK/);
+    expect(await act(`${page}/keys`, { jwk: JSON.stringify(jwk) })).toMatch(/class="problem" role="alert">the agent already has a key/);
+    expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys).toHaveLength(1);
+
+    body = await act(`${page}/secret-enabled`, { secret_enabled: 'false' });
+    expect(body).toContain('Key-only: the agent’s secret is refused from now on.');
+    expect(body).toContain('<span class="badge on">Key-only</span>');
+    expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}`)).json.secret_enabled).toBe(false);
+    expect(await act(`${page}/secret-enabled`, { secret_enabled: 'true' })).toContain('Secret allowed again');
+
+    body = await act(`${page}/keys/${kid}/delete`, {});
+    expect(body).toContain(`Key ${kid} deleted`);
+    expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys).toEqual([]);
+    expect(await act(`${page}/keys/${kid}/delete`, {})).toMatch(/class="problem" role="alert">the agent [\w-]+ has no key/);
+    // Without the form token, nothing changes.
+    expect((await op.post(`${page}/keys`, { jwk: JSON.stringify(jwk) }, null)).statusCode).toBe(403);
+    expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys).toEqual([]);
   });
 
   it('lists every user on the Users page, each leading to their agents and sign-ins', async () => {

@@ -28,7 +28,7 @@ const base64url = (bytes: Uint8Array) =>
   btoa(String.fromCharCode(...bytes))
     .replace(/\+/g, '-')
     .replace(/\//g, '_')
-    .replace(/=+$/, '');
+    .replace(/={1,2}$/, ''); // base64 pads with two at most
 const encodeJson = (value: object) => base64url(encoder.encode(JSON.stringify(value)));
 
 /**
