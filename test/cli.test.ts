@@ -118,7 +118,14 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
     expect(rows[0].secret_hash).toBe(hash(fields.agent_secret));
 
     const got = await cliJson(['agents', 'get', fields.agent_id]);
-    expect(got).toEqual({ agent_id: fields.agent_id, email: 'owner@example.com', name: 'Claude', active: true, created_at: fields.created_at });
+    expect(got).toEqual({
+      agent_id: fields.agent_id,
+      email: 'owner@example.com',
+      name: 'Claude',
+      active: true,
+      secret_enabled: true,
+      created_at: fields.created_at,
+    });
   });
 
   it("prints a record's ids and secrets as shell lines with --env, which eval takes as they are", async () => {
@@ -255,9 +262,10 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
     expect(user.stdout.match(/model-(one|two)/g)).toHaveLength(2);
 
     const all = await cliJson(['audit', '--agent', agent.agent_id]);
-    // Each sign-in's steps, newest first (the fixture goes through the store's own steps).
+    // Each sign-in's steps, newest first (the fixture goes through the store's own steps), after the operator's
+    // registration of the agent (an admin action).
     const signInSteps = ['token_issued', 'completed', 'agent_authenticated'];
-    expect(all.events.map((e: { event: string }) => e.event)).toEqual([...signInSteps, ...signInSteps]);
+    expect(all.events.map((e: { event: string }) => e.event)).toEqual([...signInSteps, ...signInSteps, 'agent_created']);
     const page = await cli(['audit', '--client', shop.client_id, '--event', 'token_issued', '--limit', '1']);
     expect(page.code).toBe(0);
     expect(page.stdout).toMatch(

@@ -108,7 +108,8 @@ describe(`the generated admin token across restarts (${storeName})`, () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('adopts the token an earlier version left in $DATA_DIR/admin-token, and keeps it on the next start', async () => {
+  // Two starts of a whole instance, one after the other: more than the default 30 s on a busy machine.
+  it('adopts the token an earlier version left in $DATA_DIR/admin-token, and keeps it on the next start', { timeout: 120_000 }, async () => {
     // What a data directory looks like after a start of a version that kept the token only in the file.
     writeFileSync(join(dir, 'admin-token'), 'aa_admin_written-by-an-earlier-version\n', { mode: 0o600 });
     for (let start = 0; start < 2; start++) {
