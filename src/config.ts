@@ -259,6 +259,14 @@ const envSchema = z.object({
     .min(1)
     .default(365)
     .meta(about('How long audit events, and grants after they end (the sign-in history), are kept before the purge deletes them.')),
+  AUDIT_RETENTION_WITHOUT_AGENT_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(2)
+    .meta(
+      about('How long the audit events of sign-ins that never reached an agent are kept (anyone can start one; at most `AUDIT_RETENTION_DAYS`).'),
+    ),
   GRANT_CACHE_SIZE: count
     .max(1_000_000)
     .default(10_000)
@@ -501,6 +509,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     refreshTokenReuseIntervalSeconds: e.REFRESH_TOKEN_REUSE_INTERVAL_SECONDS,
     shutdownDelaySeconds: e.SHUTDOWN_DELAY_SECONDS,
     auditRetentionDays: e.AUDIT_RETENTION_DAYS,
+    auditRetentionWithoutAgentDays: e.AUDIT_RETENTION_WITHOUT_AGENT_DAYS,
     grantCacheSize: e.GRANT_CACHE_SIZE,
     grantCacheMaxAgeSeconds: e.GRANT_CACHE_MAX_AGE_SECONDS,
     trustProxy: e.TRUST_PROXY,

@@ -43,7 +43,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
   try {
     const url = await app.listen({ port: config.port, host: config.host });
     const adminUrl = await admin.listen({ port: config.adminPort, host: config.adminHost });
-    const stopPurge = schedulePurge(services, config.purgeIntervalSeconds, { auditRetentionDays: config.auditRetentionDays, log: logger });
+    const stopPurge = schedulePurge(services, config.purgeIntervalSeconds, {
+      auditRetentionDays: config.auditRetentionDays,
+      auditRetentionWithoutAgentDays: config.auditRetentionWithoutAgentDays,
+      log: logger,
+    });
     // Back-channel logout: every instance sends from the shared outbox (OpenID Connect mode only).
     const { signingKeys } = services;
     const sender = signingKeys && (await startLogoutSender({ ...services, signingKeys, log: logger.child({ job: 'logout' }) }));

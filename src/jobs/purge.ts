@@ -1,6 +1,7 @@
 import type { Events } from '../events/emitter.js';
 import type { Log } from '../logger.js';
 import type { Store } from '../store/index.js';
+import type { AuditRetention } from '../store/maintenance.js';
 
 const BATCH = 1000;
 
@@ -10,8 +11,7 @@ export interface PurgeDeps {
   events: Events;
 }
 
-export interface PurgeOptions {
-  auditRetentionDays: number;
+export interface PurgeOptions extends AuditRetention {
   log: Log;
 }
 
@@ -21,7 +21,7 @@ export interface PurgeOptions {
  * nobody looked at since they ran out of time, so that every abandoned sign-in is in the audit log
  * (and counted, as any other expired sign-in).
  */
-export async function purgeExpired({ store, events }: PurgeDeps, { auditRetentionDays, log }: PurgeOptions): Promise<Record<string, number>> {
+export async function purgeExpired({ store, events }: PurgeDeps, { log, ...retention }: PurgeOptions): Promise<Record<string, number>> {
   for (;;) {
     const expired = await store.signIns.expireOverdue(BATCH);
     for (const signIn of expired) events.emit('sign-in.expired', signIn, { log });
@@ -32,7 +32,7 @@ export async function purgeExpired({ store, events }: PurgeDeps, { auditRetentio
   for (const table of maintenance.purgeTables) {
     removed[table] = 0;
     for (;;) {
-      const count = await maintenance.deleteExpired(table, BATCH, auditRetentionDays);
+      const count = await maintenance.deleteExpired(table, BATCH, retention);
       removed[table] += count;
       if (count < BATCH) break;
     }

@@ -3,6 +3,8 @@ import type { Db } from '../db/types.js';
 // Requests and codes stay a while past expiry so that a late poll still hears "request_expired"
 // and a late replay of a code still revokes what the code issued. Audit events are kept for the
 // configured retention ($1 days), and so are ended grants: they are the agents' sign-in history.
+// The rows of sign-ins that never reached an agent go after $2 days: anyone can start one, so
+// unauthenticated traffic must not fill the audit log for a year.
 const TARGETS: { table: string; expired: string }[] = [
   { table: 'auth_requests', expired: `expires_at < now() - interval '1 hour'` },
   { table: 'auth_codes', expired: `expires_at < now() - interval '1 hour'` },
@@ -16,10 +18,21 @@ const TARGETS: { table: string; expired: string }[] = [
   // Retired ID token keys, once no token they signed is valid (the current key has no expiry).
   { table: 'signing_keys', expired: 'expires_at < now()' },
   { table: 'grants', expired: 'expires_at < now() - make_interval(days => $1)' },
-  { table: 'audit_events', expired: 'at < now() - make_interval(days => $1)' },
+  {
+    table: 'audit_events',
+    expired: `at < now() - make_interval(days => $1)
+      OR (request_id IS NOT NULL AND agent_id IS NULL AND at < now() - make_interval(days => $2)
+          AND NOT EXISTS (SELECT 1 FROM audit_events a WHERE a.request_id = audit_events.request_id AND a.agent_id IS NOT NULL))`,
+  },
   // Back-channel logout deliveries done with (delivered or failed), kept as long as the audit log.
   { table: 'logout_deliveries', expired: `status <> 'pending' AND created_at < now() - make_interval(days => $1)` },
 ];
+
+/** How long the purge keeps audit events: all of them, and those of sign-ins that never reached an agent. */
+export interface AuditRetention {
+  auditRetentionDays: number;
+  auditRetentionWithoutAgentDays: number;
+}
 
 /** Housekeeping statements: the purge of expired rows and the store's liveness probe. */
 export function createMaintenanceStore(db: Db) {
@@ -31,12 +44,14 @@ export function createMaintenanceStore(db: Db) {
      * Deletes at most `batch` expired rows of `table` (one short statement, so no lock is held
      * for long); returns how many went.
      */
-    async deleteExpired(table: string, batch: number, auditRetentionDays: number): Promise<number> {
+    async deleteExpired(table: string, batch: number, retention: AuditRetention): Promise<number> {
       const target = TARGETS.find((t) => t.table === table);
       if (!target) throw new Error(`no purge rule for table ${table}`);
+      // Only the parameters the rule uses ($1, or $1 and $2): PostgreSQL refuses untyped extras.
+      const params = [retention.auditRetentionDays, retention.auditRetentionWithoutAgentDays].filter((_, i) => target.expired.includes(`$${i + 1}`));
       const { rowCount } = await db.query(
         `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${target.expired} LIMIT ${Number(batch)}))`,
-        target.expired.includes('$1') ? [auditRetentionDays] : [],
+        params,
       );
       return rowCount;
     },

@@ -236,7 +236,7 @@ describe(`audit log (${storeName})`, () => {
     await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'm-late' });
     await setRequestExpiry(server, requestId, -7200);
 
-    await purgeExpired(server.services, { auditRetentionDays: 365, log: server.app.log });
+    await purgeExpired(server.services, { auditRetentionDays: 365, auditRetentionWithoutAgentDays: 365, log: server.app.log });
     expect((await server.services.db.query('SELECT 1 FROM auth_requests WHERE id = $1', [requestId])).rows).toHaveLength(0);
     const last = (await trail(requestId)).at(-1)!;
     expect(last).toMatchObject({ event: 'expired', agent_id: agent.agent_id, model: 'm-late', detail: { status_before: 'authenticated' } });

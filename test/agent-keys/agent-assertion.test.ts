@@ -273,7 +273,7 @@ describe(`agents that sign in with a key (${storeName})`, () => {
       const { agentKeys } = server.services.store;
       expect(await agentKeys.spend(agent.agent_id, edKid, 'old-jti', new Date(Date.now() - 1000))).toBe(true);
       expect(await agentKeys.spend(agent.agent_id, edKid, 'live-jti', new Date(Date.now() + 60_000))).toBe(true);
-      const removed = await purgeExpired(server.services, { auditRetentionDays: 90, log: server.app.log });
+      const removed = await purgeExpired(server.services, { auditRetentionDays: 90, auditRetentionWithoutAgentDays: 90, log: server.app.log });
       expect(removed.agent_assertion_jtis).toBeGreaterThanOrEqual(1);
       expect(await agentKeys.spend(agent.agent_id, edKid, 'old-jti', new Date(Date.now() + 60_000))).toBe(true);
       expect(await agentKeys.spend(agent.agent_id, edKid, 'live-jti', new Date(Date.now() + 60_000))).toBe(false);

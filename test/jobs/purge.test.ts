@@ -6,7 +6,7 @@ import { createMetrics } from '../../src/metrics.js';
 import { createStore } from '../../src/store/index.js';
 import { issueTokens, revoke, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { setRequestExpiry, startAuthorize } from '../helpers/flow.js';
+import { agentAuthenticate, setRequestExpiry, startAuthorize } from '../helpers/flow.js';
 import { within } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -78,7 +78,7 @@ describe(`purging expired rows (${storeName})`, () => {
       agent_assertion_jtis: await count('agent_assertion_jtis'),
       audit_events: await count('audit_events'),
     };
-    const removed = await purgeExpired(server.services, { auditRetentionDays: 30, log: server.app.log });
+    const removed = await purgeExpired(server.services, { auditRetentionDays: 30, auditRetentionWithoutAgentDays: 30, log: server.app.log });
     expect(removed).toEqual({
       auth_requests: 1,
       auth_codes: 1,
@@ -107,7 +107,33 @@ describe(`purging expired rows (${storeName})`, () => {
     expect((await db.query('SELECT 1 FROM grants WHERE id = $1', [ended.rows[0].id])).rows).toHaveLength(1);
     expect((await userinfo(server, endedTokens.access_token)).statusCode).toBe(401);
     // a second run finds nothing more
-    expect(Object.values(await purgeExpired(server.services, { auditRetentionDays: 30, log: server.app.log })).every((n) => n === 0)).toBe(true);
+    expect(
+      Object.values(await purgeExpired(server.services, { auditRetentionDays: 30, auditRetentionWithoutAgentDays: 30, log: server.app.log })).every(
+        (n) => n === 0,
+      ),
+    ).toBe(true);
+  });
+
+  it('keeps the audit rows of sign-ins that never reached an agent only briefly, and the rest of the history', async () => {
+    const client = await server.createClient();
+    const agent = await server.createAgent();
+    const unclaimed = await startAuthorize(server, client);
+    const claimed = await startAuthorize(server, client);
+    expect(
+      (await agentAuthenticate(server, { request_id: claimed.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })).statusCode,
+    ).toBe(200);
+    const db = server.services.db;
+    await db.query(`INSERT INTO audit_events (event, actor, at) VALUES ('aged_operator_action', 'admin', now() - interval '3 days')`);
+    await db.query(`UPDATE audit_events SET at = now() - interval '3 days' WHERE request_id = ANY($1)`, [[unclaimed.requestId, claimed.requestId]]);
+    const events = async (requestId: string) =>
+      (await db.query<{ event: string }>('SELECT event FROM audit_events WHERE request_id = $1 ORDER BY id', [requestId])).rows.map((r) => r.event);
+    expect(await events(unclaimed.requestId)).toEqual(['authorize_started']);
+
+    await purgeExpired(server.services, { auditRetentionDays: 30, auditRetentionWithoutAgentDays: 2, log: server.app.log });
+    expect(await events(unclaimed.requestId)).toEqual([]);
+    // The claimed sign-in keeps its whole history, its start (no agent yet) included.
+    expect(await events(claimed.requestId)).toEqual(['authorize_started', 'agent_authenticated']);
+    expect((await db.query(`SELECT 1 FROM audit_events WHERE event = 'aged_operator_action'`)).rows).toHaveLength(1);
   });
 });
 
@@ -154,7 +180,7 @@ describe(`the purge schedule (${storeName})`, () => {
   it('purges on its schedule, one run at a time however long a run takes, and not at all once stopped', async () => {
     const { deps, seen } = slowStore(200);
     const first = await abandonedRequest();
-    const stop = schedulePurge(deps, 1, { auditRetentionDays: 30, log: server.app.log });
+    const stop = schedulePurge(deps, 1, { auditRetentionDays: 30, auditRetentionWithoutAgentDays: 30, log: server.app.log });
     try {
       expect(await until(async () => !(await exists(first)))).toBe(true);
       // Aged after the first run deleted from auth_requests: only a later run can take it.

@@ -218,7 +218,7 @@ describe(`signing key rotation (${storeName})`, () => {
     await server.services.db.query(`UPDATE signing_keys SET expires_at = now() - interval '1 second' WHERE kid = $1`, [oldKey.kid]);
     const reader = await openSigningKeys(server.services.store.serverKeys, 'ES256', 3600);
     expect(es256(await reader.published())).toEqual([newKid]);
-    const removed = await purgeExpired(server.services, { auditRetentionDays: 365, log: server.app.log });
+    const removed = await purgeExpired(server.services, { auditRetentionDays: 365, auditRetentionWithoutAgentDays: 365, log: server.app.log });
     expect(removed.signing_keys).toBe(1);
     expect((await server.adminCall('GET', '/admin/keys')).json).toMatchObject({ alg: 'ES256', current_kid: newKid });
   });

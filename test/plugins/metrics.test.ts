@@ -128,7 +128,7 @@ describe(`GET /metrics on the admin listener (${storeName})`, () => {
     const { requestId } = await startAuthorize(server, client);
     await setRequestExpiry(server, requestId, -7200);
     const before = (await scrape(server)).samples;
-    await purgeExpired(server.services, { auditRetentionDays: 365, log: server.app.log });
+    await purgeExpired(server.services, { auditRetentionDays: 365, auditRetentionWithoutAgentDays: 365, log: server.app.log });
     expect(signIns((await scrape(server)).samples, 'expired') - signIns(before, 'expired')).toBe(1);
   });
 

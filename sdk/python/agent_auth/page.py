@@ -59,10 +59,13 @@ def find_request_id(html: str) -> Optional[str]:
 
 
 def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of a URL, lower case, without the scheme's default port."""
+    """``scheme://host[:port]`` of a URL, lower case, host in IDNA form, without the scheme's default port."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
+    if not host.isascii():
+        # The server names websites by their punycode (IDNA) host, as browsers and URL parsers do.
+        host = host.encode("idna").decode("ascii")
     if ":" in host:
         host = f"[{host}]"
     port = parts.port

@@ -8,7 +8,7 @@ import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import List
 
-from agent_auth import AgentAuthClient, AgentAuthError, AgentAuthTimeoutError, find_request_id, parse_retry_after, poll_delay
+from agent_auth import AgentAuthClient, AgentAuthError, AgentAuthTimeoutError, WrongWebsiteError, find_request_id, parse_retry_after, poll_delay
 
 
 class FindRequestIdTest(unittest.TestCase):
@@ -57,6 +57,43 @@ class Flaky(BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+class PunycodeWebsite(BaseHTTPRequestHandler):
+    """Answers authenticate as a server does for an internationalised website: its punycode origin."""
+
+    bodies: List[dict] = []
+
+    def do_POST(self) -> None:
+        PunycodeWebsite.bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+        body = json.dumps({"status": "authenticated", "redirect_origin": "https://xn--bcher-kva.example"}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class ExpectedWebsiteTest(unittest.TestCase):
+    def setUp(self) -> None:
+        stand_in = ThreadingHTTPServer(("127.0.0.1", 0), PunycodeWebsite)
+        threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+        self.addCleanup(stand_in.server_close)
+        self.addCleanup(stand_in.shutdown)
+        self.client = AgentAuthClient(f"http://127.0.0.1:{stand_in.server_port}", "agent_x", "secret", "gpt-test")
+        PunycodeWebsite.bodies.clear()
+
+    def test_an_internationalised_website_is_compared_in_idna_form(self) -> None:
+        result = self.client.authenticate("req_x", expected_website="https://Bücher.example/login")
+        self.assertEqual(result["redirect_origin"], "https://xn--bcher-kva.example")
+        self.assertEqual(PunycodeWebsite.bodies[0]["expected_redirect_origin"], "https://xn--bcher-kva.example")
+
+    def test_another_website_is_still_refused(self) -> None:
+        with self.assertRaises(WrongWebsiteError):
+            self.client.authenticate("req_x", expected_website="https://bucher.example")
 
 
 class TransientFailuresTest(unittest.TestCase):

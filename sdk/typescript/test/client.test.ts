@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AccessDeniedError, AgentAuthClient, AgentAuthError, parseRetryAfter, pollDelay, RateLimitedError, TimeoutError } from '../src/index.js';
+import {
+  AccessDeniedError,
+  AgentAuthClient,
+  AgentAuthError,
+  parseRetryAfter,
+  pollDelay,
+  RateLimitedError,
+  TimeoutError,
+  WrongWebsiteError,
+} from '../src/index.js';
 import { type Answer, reply, startPeer } from './peer.js';
 
 describe('polling schedule', () => {
@@ -29,7 +38,7 @@ describe('AgentAuthClient against a scripted peer', () => {
   // sees also carry the latency of each request, which a busy machine stretches at random.
   let sent: number[] = [];
   let answered: number[] = [];
-  let answer: (n: number, request: { body: unknown }) => Answer | Promise<Answer>;
+  let answer: (n: number, request: { url: string; body: unknown }) => Answer | Promise<Answer>;
 
   beforeAll(async () => {
     peer = await startPeer(() => answer);
@@ -194,5 +203,17 @@ describe('AgentAuthClient against a scripted peer', () => {
     const err = await c.waitForCompletion('req_1').catch((e) => e);
     expect(err).toBeInstanceOf(AccessDeniedError);
     expect(err.description).toBe('the user denied the sign-in');
+  });
+
+  it('compares an internationalised expected website with the punycode origin the server names', async () => {
+    const c = client();
+    const page = { content: async () => '<meta name="request-id" content="req_1">' };
+    answer = (_n, request) =>
+      request.url === '/api/agent/authenticate'
+        ? { status: 'authenticated', redirect_origin: 'https://xn--bcher-kva.example' }
+        : { status: 'completed' };
+    expect(await c.signIn(page, { expectedWebsite: 'https://bücher.example/login' })).toMatchObject({ requestId: 'req_1', status: 'completed' });
+    expect(hits[0].body).toMatchObject({ expected_redirect_origin: 'https://xn--bcher-kva.example' });
+    expect(await c.signIn(page, { expectedWebsite: 'https://bucher.example' }).catch((e) => e)).toBeInstanceOf(WrongWebsiteError);
   });
 });
