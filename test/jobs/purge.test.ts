@@ -64,6 +64,10 @@ describe(`purging expired rows (${storeName})`, () => {
     await db.query(
       `INSERT INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES ('agent_x', 'spent', now() - interval '1 second'), ('agent_x', 'live', now() + interval '1 minute')`,
     );
+    // A passkey ceremony's challenge lives only until it expires.
+    await db.query(
+      `INSERT INTO webauthn_challenges (challenge, purpose, expires_at) VALUES ('abandoned', 'sign_in', now() - interval '1 second'), ('live', 'sign_in', now() + interval '5 minutes')`,
+    );
     const oldEvents = await db.query(`UPDATE audit_events SET at = now() - interval '31 days' WHERE request_id = $1`, [old.requestId]);
 
     const before = {
@@ -76,6 +80,7 @@ describe(`purging expired rows (${storeName})`, () => {
       owner_sessions: await count('owner_sessions'),
       owner_email_links: await count('owner_email_links'),
       agent_assertion_jtis: await count('agent_assertion_jtis'),
+      webauthn_challenges: await count('webauthn_challenges'),
       audit_events: await count('audit_events'),
     };
     const removed = await purgeExpired(server.services, { auditRetentionDays: 30, auditRetentionWithoutAgentDays: 30, log: server.app.log });
@@ -88,6 +93,7 @@ describe(`purging expired rows (${storeName})`, () => {
       owner_sessions: 1,
       owner_email_links: 1,
       agent_assertion_jtis: 1,
+      webauthn_challenges: 1,
       signing_keys: 0,
       grants: 1,
       audit_events: oldEvents.rowCount,

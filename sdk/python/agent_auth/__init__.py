@@ -7,6 +7,7 @@ from .aio import AsyncAgentAuthClient
 from .client import AgentAuthClient
 from .errors import (
     AccessDeniedError,
+    OwnerDeniedError,
     AgentAuthError,
     AgentAuthTimeoutError,
     InvalidCredentialsError,
@@ -25,6 +26,7 @@ __all__ = [
     "MAX_WAIT_SECONDS",
     "READ_IN_PAGE",
     "AccessDeniedError",
+    "OwnerDeniedError",
     "AgentAuthClient",
     "AgentAuthError",
     "AgentAuthTimeoutError",

@@ -16,6 +16,8 @@ from typing import Any, Dict, Generator, Optional, Tuple, Union
 from urllib.parse import urlencode, urlsplit
 
 from .errors import (
+    AccessDeniedError,
+    OwnerDeniedError,
     AgentAuthError,
     AgentAuthTimeoutError,
     PossibleHijackError,
@@ -184,13 +186,21 @@ def authenticate_flow(credentials: Credentials, request_id: str, expected_websit
     return authenticated
 
 
-def check_status_step(request_id: str, wait: Optional[float], last_status: Optional[str], timeout: float) -> Http:
+#: Default longest wait, in seconds, once the owner's approval is pending: a person must notice and act.
+OWNER_APPROVAL_TIMEOUT = 300.0
+
+
+def check_status_step(
+    request_id: str, wait: Optional[float], last_status: Optional[str], timeout: float, last_approval: Optional[str] = None
+) -> Http:
     query = {"request_id": request_id}
     whole = min(int(wait or 0), MAX_WAIT_SECONDS)
     if whole > 0:
         query["wait"] = str(whole)
         if last_status:
             query["last_status"] = last_status
+        if last_approval:
+            query["last_approval"] = last_approval
     # A long poll is held by the server: the socket must outlast it.
     return Http("GET", f"/api/check-status?{urlencode(query)}", None, max(timeout, whole + 5.0))
 
@@ -203,13 +213,18 @@ def wait_flow(
     max_interval: float,
     until: str,
     long_poll: bool,
+    approval_timeout: float = OWNER_APPROVAL_TIMEOUT,
 ) -> Flow:
-    """Polls check-status until the request reaches ``until``; see AgentAuthClient.wait_for_completion."""
+    """Polls check-status until the request reaches ``until``; see AgentAuthClient.wait_for_completion.
+
+    While the owner's approval is pending the wait lasts at least ``approval_timeout`` from then,
+    ``authenticated`` counts only once approved, and a denial raises OwnerDeniedError."""
     if until not in ("completed", "authenticated"):
         raise ValueError("until must be 'completed' or 'authenticated'")
     deadline = time.monotonic() + timeout
     last_failure: Optional[AgentAuthError] = None
     last_status: Optional[str] = None
+    last_approval: Optional[str] = None
     attempt = 0
     while True:
         delay = poll_delay(attempt, interval, backoff, max_interval)
@@ -217,13 +232,21 @@ def wait_flow(
         try:
             # Long polls only once a status has been seen: the server holds the answer while it lasts.
             wait = math.floor(deadline - started) if long_poll and last_status else 0
-            state = yield check_status_step(request_id, wait, last_status, max(deadline - started, 1.0))
-            last_status = state.get("status")
+            state = yield check_status_step(request_id, wait, last_status, max(deadline - started, 1.0), last_approval)
             # Time the server held the poll counts towards the interval: after a long poll, ask again at once.
             delay = max(0.0, delay - (time.monotonic() - started))
-            if last_status == "error":
-                raise error_from_body(state, 200)
-            if last_status == "completed" or (until == "authenticated" and last_status == "authenticated"):
+            if state.get("status") == "error":
+                failure = error_from_body(state, 200)
+                # The same access_denied as a person's Deny; having seen the approval pending tells the two apart.
+                if isinstance(failure, AccessDeniedError) and last_approval == "pending":
+                    raise OwnerDeniedError(failure.code, failure.description, failure.status)
+                raise failure
+            last_status = state.get("status")
+            approval = state.get("approval")
+            if approval == "pending" and last_approval != "pending":
+                deadline = max(deadline, time.monotonic() + approval_timeout)
+            last_approval = approval or last_approval
+            if last_status == "completed" or (until == "authenticated" and last_status == "authenticated" and approval != "pending"):
                 return state
             last_failure = None
         except AgentAuthError as err:
@@ -235,7 +258,7 @@ def wait_flow(
         remaining = deadline - time.monotonic()
         # Never poll earlier than Retry-After allows: if that is past the deadline, stop now.
         if remaining <= 0 or (isinstance(last_failure, RateLimitedError) and delay > remaining):
-            raise AgentAuthTimeoutError(f"request {request_id} did not become {until} within {timeout:g} s") from last_failure
+            raise AgentAuthTimeoutError(f"request {request_id} did not become {until} in time") from last_failure
         yield Sleep(min(delay, remaining))
         attempt += 1
 

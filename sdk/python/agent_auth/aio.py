@@ -8,6 +8,7 @@ import inspect
 from typing import Any, Optional
 
 from ._flow import (
+    OWNER_APPROVAL_TIMEOUT,
     Done,
     Flow,
     Http,
@@ -46,8 +47,9 @@ class AsyncAgentAuthClient(_ClientBase):
         max_interval: float = 30.0,
         until: str = "completed",
         long_poll: bool = True,
+        approval_timeout: float = OWNER_APPROVAL_TIMEOUT,
     ) -> JsonObject:
-        return await self._run(wait_flow(request_id, timeout, interval, backoff, max_interval, until, long_poll))
+        return await self._run(wait_flow(request_id, timeout, interval, backoff, max_interval, until, long_poll, approval_timeout))
 
     async def read_request_id(self, page: Any, timeout: float = 30.0, interval: float = 0.25) -> str:
         return await self._run(read_request_id_flow(page, origin_of(self.base_url), timeout, interval), page)

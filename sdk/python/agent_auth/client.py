@@ -7,6 +7,7 @@ import urllib.request
 from typing import Any, Optional
 
 from ._flow import (
+    OWNER_APPROVAL_TIMEOUT,
     Done,
     advance,
     Credentials,
@@ -101,6 +102,7 @@ class AgentAuthClient(_ClientBase):
         max_interval: float = 30.0,
         until: str = "completed",
         long_poll: bool = True,
+        approval_timeout: float = OWNER_APPROVAL_TIMEOUT,
     ) -> JsonObject:
         """Waits until the request is ``completed`` (the browser has the code) or, with
         ``until="authenticated"``, until the agent is authenticated; returns the final status body.
@@ -108,8 +110,11 @@ class AgentAuthClient(_ClientBase):
         Long-polls the server (``wait``/``last_status``), polling every ``interval`` seconds where it
         answers at once (doubling up to ``max_interval`` with ``backoff``). Rate limits (honouring
         Retry-After), 5xx answers and network failures only delay the next poll. Raises the request's
-        own error (RequestExpiredError, AccessDeniedError, …) or AgentAuthTimeoutError."""
-        return self._run(wait_flow(request_id, timeout, interval, backoff, max_interval, until, long_poll))
+        own error (RequestExpiredError, AccessDeniedError, …) or AgentAuthTimeoutError. While the
+        owner's approval is pending, waits at least ``approval_timeout`` seconds from then (a person
+        must act) and ``authenticated`` counts only once approved; the owner's denial raises
+        OwnerDeniedError, an AccessDeniedError."""
+        return self._run(wait_flow(request_id, timeout, interval, backoff, max_interval, until, long_poll, approval_timeout))
 
     def read_request_id(self, page: Any, timeout: float = 30.0, interval: float = 0.25) -> str:
         """Waits until ``page`` shows this server's authorization page and returns its request id."""

@@ -57,6 +57,10 @@ class AccessDeniedError(AgentAuthError):
     """The person denied the sign-in, or an operator revoked it (``access_denied``)."""
 
 
+class OwnerDeniedError(AccessDeniedError):
+    """The agent's owner declined this sign-in on the approvals page; an AccessDeniedError, so old handlers still catch it."""
+
+
 class WrongWebsiteError(AgentAuthError):
     """The sign-in is for another website than the agent expected (403 ``redirect_origin_mismatch``);
     the server refused it without authenticating."""

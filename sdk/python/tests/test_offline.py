@@ -8,7 +8,17 @@ import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import List
 
-from agent_auth import AgentAuthClient, AgentAuthError, AgentAuthTimeoutError, WrongWebsiteError, find_request_id, parse_retry_after, poll_delay
+from agent_auth import (
+    AccessDeniedError,
+    AgentAuthClient,
+    AgentAuthError,
+    AgentAuthTimeoutError,
+    OwnerDeniedError,
+    find_request_id,
+    parse_retry_after,
+    poll_delay,
+    WrongWebsiteError,
+)
 
 
 class FindRequestIdTest(unittest.TestCase):
@@ -116,3 +126,45 @@ class TransientFailuresTest(unittest.TestCase):
     def test_a_base_url_must_be_http(self) -> None:
         with self.assertRaises(ValueError):
             AgentAuthClient("ftp://auth.example", "agent_x", "secret", "gpt-test")
+
+
+class AwaitingOwner(BaseHTTPRequestHandler):
+    """Answers check-status with the owner's approval pending, then ``final``; records the queries."""
+
+    final: dict = {}
+    queries: List[str] = []
+
+    def do_GET(self) -> None:
+        AwaitingOwner.queries.append(self.path)
+        pending = {"status": "authenticated", "approval": "pending"}
+        body = json.dumps(pending if len(AwaitingOwner.queries) <= 2 else AwaitingOwner.final).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class OwnerApprovalTest(unittest.TestCase):
+    def client(self, final: dict) -> AgentAuthClient:
+        AwaitingOwner.final, AwaitingOwner.queries = final, []
+        stand_in = ThreadingHTTPServer(("127.0.0.1", 0), AwaitingOwner)
+        threading.Thread(target=stand_in.serve_forever, daemon=True).start()
+        self.addCleanup(stand_in.server_close)
+        self.addCleanup(stand_in.shutdown)
+        return AgentAuthClient(f"http://127.0.0.1:{stand_in.server_port}", "agent_x", "secret", "gpt-test")
+
+    def test_waits_through_a_pending_approval_past_the_timeout_until_approved(self) -> None:
+        client = self.client({"status": "authenticated", "approval": "approved"})
+        state = client.wait_for_completion("req_x", timeout=0.01, interval=0.05, until="authenticated", approval_timeout=20)
+        self.assertEqual(state, {"status": "authenticated", "approval": "approved"})
+        self.assertIn("last_approval=pending", AwaitingOwner.queries[-1])
+
+    def test_the_owners_denial_is_owner_denied_error_an_access_denied_error(self) -> None:
+        client = self.client({"status": "error", "error": "access_denied", "error_description": "this sign-in was denied"})
+        with self.assertRaises(OwnerDeniedError) as caught:
+            client.wait_for_completion("req_x", timeout=0.01, interval=0.05, approval_timeout=20)
+        self.assertIsInstance(caught.exception, AccessDeniedError)

@@ -1,7 +1,9 @@
 import { type AssertionKey, type AssertionSigner, createAssertion, keyFromPrivateKey, type PrivateKeyInput } from './assertion.js';
 import {
+  AccessDeniedError,
   AgentAuthError,
   errorFromBody,
+  OwnerDeniedError,
   PossibleHijackError,
   RateLimitedError,
   RequestAlreadyAuthenticatedError,
@@ -41,7 +43,17 @@ export type AgentAuthClientOptions = CommonOptions &
     | { sign: AssertionSigner; keyId: string; algorithm: AssertionKey['algorithm']; agentSecret?: never; privateKey?: never }
   );
 
-export type RequestStatus = { status: Exclude<SignInStatus, 'error'> } | { status: 'error'; error: string; error_description: string };
+/** Where the owner's approval of an authenticated sign-in stands, when the owner's policy asked for it. */
+export type Approval = 'pending' | 'approved';
+
+export type RequestStatus =
+  { status: Exclude<SignInStatus, 'error'>; approval?: Approval } | { status: 'error'; error: string; error_description: string };
+
+/** What a wait reports through `onStatus`: the request's status, or that it waits for its agent's owner to approve it. */
+export type WaitStatus = Exclude<SignInStatus, 'error'> | 'waiting_for_owner_approval';
+
+/** Default longest wait once the owner's approval is pending: a person must notice and act. */
+export const OWNER_APPROVAL_TIMEOUT_MS = 300_000;
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -63,6 +75,8 @@ export interface Authenticated {
   client_name: string;
   /** scheme://host[:port] of the redirect URI: where the browser takes the code. */
   redirect_origin: string;
+  /** `pending` when the agent's owner must approve this sign-in before the browser gets a code. */
+  approval?: 'pending';
 }
 
 export interface PollOptions {
@@ -79,6 +93,8 @@ export interface StatusOptions extends CallOptions {
   wait?: number;
   /** With `wait`: the status last seen; the server holds the answer only while the request still has it. */
   lastStatus?: RequestStatus['status'];
+  /** With `wait`: the approval last seen; the server holds the answer while it stays so. */
+  lastApproval?: Approval;
 }
 
 export interface WaitOptions extends PollOptions, CallOptions {
@@ -89,6 +105,13 @@ export interface WaitOptions extends PollOptions, CallOptions {
   longPoll?: boolean;
   /** Give up after this long (default 60 000 ms; docs/protocol.md recommends 30 to 60 s). */
   timeoutMs?: number;
+  /**
+   * Once the owner's approval is pending, wait at least this long from then (default 300 000 ms):
+   * a person must open the approvals page and confirm. A denial rejects with OwnerDeniedError.
+   */
+  approvalTimeoutMs?: number;
+  /** Called whenever what the wait sees changes, e.g. `waiting_for_owner_approval`: tell the person. */
+  onStatus?: (status: WaitStatus) => void;
   /** Resolve once the browser has the code (`completed`, default) or as soon as the agent is `authenticated`. */
   until?: 'completed' | 'authenticated';
 }
@@ -182,19 +205,28 @@ export class AgentAuthClient {
     const query = new URLSearchParams({ request_id: requestId });
     if (options.wait) query.set('wait', String(Math.min(Math.floor(options.wait), MAX_WAIT_SECONDS)));
     if (options.wait && options.lastStatus) query.set('last_status', options.lastStatus);
+    if (options.wait && options.lastApproval) query.set('last_approval', options.lastApproval);
     return this.#call(`/api/check-status?${query}`, { signal: options.signal });
   }
 
   /**
    * Polls check-status until the request reaches `until`. Rejects with the request's own error
-   * (e.g. RequestExpiredError, AccessDeniedError) or a TimeoutError. Rate limits (honouring
-   * Retry-After), 5xx answers and network failures only delay the next poll.
+   * (e.g. RequestExpiredError, AccessDeniedError, OwnerDeniedError) or a TimeoutError. While the
+   * owner's approval is pending the wait lasts at least `approvalTimeoutMs`, and `authenticated`
+   * counts only once approved. Rate limits (honouring Retry-After), 5xx answers and network
+   * failures only delay the next poll.
    */
   async waitForCompletion(requestId: string, options: WaitOptions = {}): Promise<RequestStatus> {
-    const { timeoutMs = 60_000, until = 'completed', signal, longPoll = true } = options;
-    const deadline = Date.now() + timeoutMs;
+    const { timeoutMs = 60_000, until = 'completed', signal, longPoll = true, approvalTimeoutMs = OWNER_APPROVAL_TIMEOUT_MS } = options;
+    let deadline = Date.now() + timeoutMs;
     let lastFailure: unknown;
     let lastStatus: RequestStatus['status'] | undefined;
+    let lastApproval: Approval | undefined;
+    let reported: WaitStatus | undefined;
+    const report = (status: WaitStatus) => {
+      if (status !== reported) options.onStatus?.(status);
+      reported = status;
+    };
     for (let attempt = 0; ; attempt++) {
       let delay = pollDelay(attempt, options);
       const started = Date.now();
@@ -203,12 +235,26 @@ export class AgentAuthClient {
         const timeout = AbortSignal.timeout(Math.max(deadline - Date.now(), 1000));
         // Long polls only once a status has been seen: the server holds the answer while it lasts.
         const wait = longPoll && lastStatus ? Math.floor((deadline - Date.now()) / 1000) : 0;
-        const state = await this.checkStatus(requestId, { wait, lastStatus, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
-        lastStatus = state.status;
+        const state = await this.checkStatus(requestId, {
+          wait,
+          lastStatus,
+          lastApproval,
+          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+        });
         // Time the server held the poll counts towards the interval: after a long poll, ask again at once.
         delay = Math.max(0, delay - (Date.now() - started));
-        if (state.status === 'error') throw errorFromBody(state, 200);
-        if (state.status === 'completed' || (until === 'authenticated' && state.status === 'authenticated')) return state;
+        if (state.status === 'error') {
+          const err = errorFromBody(state, 200);
+          // The same access_denied as a person's Deny; having seen the approval pending tells the two apart.
+          throw err instanceof AccessDeniedError && lastApproval === 'pending' ? new OwnerDeniedError(err.code, err.description, err.status) : err;
+        }
+        lastStatus = state.status;
+        if (state.approval === 'pending' && lastApproval !== 'pending') deadline = Math.max(deadline, Date.now() + approvalTimeoutMs);
+        lastApproval = state.approval ?? lastApproval;
+        report(state.approval === 'pending' ? 'waiting_for_owner_approval' : state.status);
+        if (state.status === 'completed' || (until === 'authenticated' && state.status === 'authenticated' && state.approval !== 'pending')) {
+          return state;
+        }
         lastFailure = undefined;
       } catch (err) {
         if (signal?.aborted || !isTransient(err)) throw err;
@@ -218,7 +264,8 @@ export class AgentAuthClient {
       const remaining = deadline - Date.now();
       // Never poll earlier than Retry-After allows: if that is past the deadline, stop now.
       if (remaining <= 0 || (lastFailure instanceof RateLimitedError && delay > remaining)) {
-        throw new TimeoutError(`request ${requestId} did not become ${until} within ${timeoutMs} ms`, { cause: lastFailure });
+        const waited = lastApproval === 'pending' ? ', still waiting for its owner to approve it' : '';
+        throw new TimeoutError(`request ${requestId} did not become ${until} in time${waited}`, { cause: lastFailure });
       }
       await sleep(Math.min(delay, remaining), signal);
     }
@@ -227,7 +274,8 @@ export class AgentAuthClient {
   /**
    * The whole sign-in for a browser the agent drives: reads the request id from the authorization
    * page (only on this server's origin), authenticates (only for `expectedWebsite`, when given), and
-   * waits for the sign-in to finish. Someone else authenticating the page's sign-in first is
+   * waits for the sign-in to finish, through the owner's approval when it is asked (see
+   * `approvalTimeoutMs`, `onStatus`). Someone else authenticating the page's sign-in first is
    * reported as PossibleHijackError.
    */
   async signIn(page: PageLike, options: SignInOptions = {}): Promise<{ requestId: string } & RequestStatus> {

@@ -26,6 +26,8 @@ export class RequestNotFoundError extends AgentAuthError {}
 export class RequestExpiredError extends AgentAuthError {}
 export class RequestAlreadyAuthenticatedError extends AgentAuthError {}
 export class AccessDeniedError extends AgentAuthError {}
+/** The agent's owner declined this sign-in on the approvals page; an AccessDeniedError, so old handlers still catch it. */
+export class OwnerDeniedError extends AccessDeniedError {}
 /** The sign-in is for another website than the agent expected (`expectedWebsite`); the server left it untouched. */
 export class WrongWebsiteError extends AgentAuthError {}
 

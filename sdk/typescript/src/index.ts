@@ -6,9 +6,11 @@ export { type AssertionKey, type AssertionSigner, createAssertion, keyFromPrivat
 export {
   AgentAuthClient,
   type AgentAuthClientOptions,
+  type Approval,
   type Authenticated,
   type AuthenticateOptions,
   type CallOptions,
+  OWNER_APPROVAL_TIMEOUT_MS,
   parseRetryAfter,
   pollDelay,
   type PollOptions,
@@ -16,12 +18,14 @@ export {
   type SignInOptions,
   type StatusOptions,
   type WaitOptions,
+  type WaitStatus,
 } from './client.js';
 export {
   AccessDeniedError,
   AgentAuthError,
   InvalidCredentialsError,
   InvalidRequestError,
+  OwnerDeniedError,
   PossibleHijackError,
   RateLimitedError,
   RequestAlreadyAuthenticatedError,
