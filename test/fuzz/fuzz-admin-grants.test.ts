@@ -51,7 +51,7 @@ const GRANT_VIEW = [
 ];
 const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name', 'secret_enabled'];
 const CLIENT_AGENT_VIEW = ['agent_id', 'email', 'grants', 'last_active_at', 'models', 'name'];
-const EVENT_VIEW = ['agent_id', 'at', 'client_id', 'detail', 'email', 'event', 'grant_id', 'id', 'model', 'reason', 'request_id', 'user_id'];
+const EVENT_VIEW = ['actor', 'agent_id', 'at', 'client_id', 'detail', 'email', 'event', 'grant_id', 'id', 'model', 'reason', 'request_id', 'user_id'];
 
 const method = (usual: string, wrong: string[]) => fc.oneof({ weight: 14, arbitrary: fc.constant(usual) }, fc.constantFrom(...wrong));
 /** Absent (no filter) half the time, else one of the valid values. */

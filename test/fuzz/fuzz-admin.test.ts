@@ -91,7 +91,7 @@ const email: FieldSpec[string] = [
   ),
 ];
 
-const CLIENT_VIEW = ['active', 'client_id', 'created_at', 'name', 'redirect_uris'];
+const CLIENT_VIEW = ['active', 'backchannel_logout_uri', 'client_id', 'created_at', 'id_token_signed_response_alg', 'name', 'redirect_uris'];
 const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name', 'secret_enabled'];
 
 const json = (value: unknown): Body => ({ kind: 'json', value, contentType: 'application/json' });
