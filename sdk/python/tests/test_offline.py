@@ -50,15 +50,10 @@ class PollingArithmeticTest(unittest.TestCase):
         self.assertEqual([poll_delay(n, backoff=True) for n in range(7)], [1, 2, 4, 8, 16, 30, 30])
 
 
-class Flaky(BaseHTTPRequestHandler):
-    """Answers check-status with 503, then a page that is not JSON, then completed."""
+class StandIn(BaseHTTPRequestHandler):
+    """A stand-in server's handler: answers with a body, and keeps the test output quiet."""
 
-    answers: List[int] = []
-
-    def do_GET(self) -> None:
-        Flaky.answers.append(len(Flaky.answers))
-        n = len(Flaky.answers)
-        status, body, kind = (503, b"<h1>busy</h1>", "text/html") if n <= 2 else (200, json.dumps({"status": "completed"}).encode(), "application/json")
+    def answer(self, status: int, body: bytes, kind: str = "application/json") -> None:
         self.send_response(status)
         self.send_header("content-type", kind)
         self.send_header("content-length", str(len(body)))
@@ -69,7 +64,19 @@ class Flaky(BaseHTTPRequestHandler):
         pass
 
 
-class PunycodeWebsite(BaseHTTPRequestHandler):
+class Flaky(StandIn):
+    """Answers check-status with 503, then a page that is not JSON, then completed."""
+
+    answers: List[int] = []
+
+    def do_GET(self) -> None:
+        Flaky.answers.append(len(Flaky.answers))
+        n = len(Flaky.answers)
+        status, body, kind = (503, b"<h1>busy</h1>", "text/html") if n <= 2 else (200, json.dumps({"status": "completed"}).encode(), "application/json")
+        self.answer(status, body, kind)
+
+
+class PunycodeWebsite(StandIn):
     """Answers authenticate as a server does for an internationalised website: its punycode origin."""
 
     bodies: List[dict] = []
@@ -77,14 +84,7 @@ class PunycodeWebsite(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         PunycodeWebsite.bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
         body = json.dumps({"status": "authenticated", "redirect_origin": "https://xn--bcher-kva.example"}).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(200, body)
 
 
 class ExpectedWebsiteTest(unittest.TestCase):
@@ -128,7 +128,7 @@ class TransientFailuresTest(unittest.TestCase):
             AgentAuthClient("ftp://auth.example", "agent_x", "secret", "gpt-test")
 
 
-class AwaitingOwner(BaseHTTPRequestHandler):
+class AwaitingOwner(StandIn):
     """Answers check-status with the owner's approval pending, then ``final``; records the queries."""
 
     final: dict = {}
@@ -138,14 +138,7 @@ class AwaitingOwner(BaseHTTPRequestHandler):
         AwaitingOwner.queries.append(self.path)
         pending = {"status": "authenticated", "approval": "pending"}
         body = json.dumps(pending if len(AwaitingOwner.queries) <= 2 else AwaitingOwner.final).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.answer(200, body)
 
 
 class OwnerApprovalTest(unittest.TestCase):
