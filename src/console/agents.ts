@@ -82,7 +82,7 @@ export default async function agentPages(app: FastifyInstance) {
     }
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw new FormProblem('public key: a JWK is a JSON object', back);
     let kid = '';
-    await keyAction(back, async () => ({ kid } = await addAgentKey(app.services, id, jwk as Record<string, unknown>)));
+    await keyAction(back, async () => ({ kid } = await addAgentKey(app.services, { actor: 'admin' }, id, jwk as Record<string, unknown>)));
     return redirectWith(request, reply, back, { notice: `Key ${kid} added: the agent can sign in with it now.` });
   });
 
@@ -91,7 +91,7 @@ export default async function agentPages(app: FastifyInstance) {
     const back = `/console/agents/${id}`;
     const kid = kidSchema.safeParse((request.params as { kid: string }).kid);
     if (!kid.success) throw new FormProblem('unknown key', back);
-    await keyAction(back, () => deleteAgentKey(app.services, id, kid.data));
+    await keyAction(back, () => deleteAgentKey(app.services, { actor: 'admin' }, id, kid.data));
     return redirectWith(request, reply, back, { notice: `Key ${kid.data} deleted: assertions it signs are refused from now on.` });
   });
 
