@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
+import { recordAdminAction } from '../admin/resource.js';
 import { addAgentKey, deleteAgentKey, kidSchema, listAgentKeys } from '../agent-keys/registration.js';
 import { OAuthError } from '../errors.js';
 import { agentRecords } from '../tokens/revocation.js';
@@ -26,6 +27,7 @@ export default async function agentPages(app: FastifyInstance) {
     // Refused: the same page again, with the form as it was typed.
     if (!parsed.success) return list(request, reply.code(400), { problem: firstProblem(parsed.error), values: body });
     const created = await agents.create(parsed.data);
+    await recordAdminAction(app.services, 'agent', 'created', created.agent_id);
     return redirectWith(request, reply, `/console/agents/${created.agent_id}`, {
       notice: `Agent registered for ${created.email}.`,
       secret: { label: 'Agent secret', value: created.agent_secret },
@@ -101,6 +103,7 @@ export default async function agentPages(app: FastifyInstance) {
     const enabled = form(request).secret_enabled === 'true';
     const patch = parseForm(agentPatch, { secret_enabled: enabled }, back);
     found(await agentRecords(app.services, { log: request.log }).update(id, patch), 'agent', id);
+    await recordAdminAction(app.services, 'agent', 'updated', id, { fields: ['secret_enabled'] });
     return redirectWith(request, reply, back, {
       notice: enabled
         ? 'Secret allowed again: the agent may sign in with its secret or a key.'

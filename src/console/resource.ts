@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { found, revokeGrants } from '../admin/grants.js';
+import { recordAdminAction } from '../admin/resource.js';
 import { NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Services } from '../services.js';
@@ -74,12 +75,14 @@ export function resourceActions(options: ResourceActions) {
       const id = idParam(request, options.noun);
       const active = form(request).active === 'true';
       found(await records(request).update(id, parseForm(options.patch, { active }, back(id)) as never), options.noun, id);
+      await recordAdminAction(app.services, options.noun, 'updated', id, { fields: ['active'] });
       return redirectWith(request, reply, back(id), { notice: active ? options.notices.activated : options.notices.deactivated });
     });
 
     app.post(`/${options.path}/:id/secret`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
       const rotated = found(await records(request).rotateSecret(id), options.noun, id);
+      await recordAdminAction(app.services, options.noun, 'secret_rotated', id);
       return redirectWith(request, reply, back(id), {
         notice: 'New secret issued; the old one no longer works.',
         secret: { label: options.secretLabel, value: String(rotated[options.secretField]) },
