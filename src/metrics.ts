@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type SignInStage = 'started' | 'authenticated' | 'completed' | 'denied' | 'expired';
+export type ApprovalOutcome = 'requested' | 'approved' | 'denied' | 'expired';
 
 /**
  * The Prometheus metrics of one process, served by the admin listener's GET /metrics. Each set has
@@ -52,6 +53,12 @@ export function createMetrics() {
       name: 'agent_auth_logout_deliveries_total',
       help: 'Back-channel logout token deliveries: delivered (2xx), retried (refused, to be tried again), failed (given up after an hour of retries)',
       labelNames: ['result'] as const,
+      registers,
+    }),
+    ownerApprovals: new Counter({
+      name: 'agent_auth_owner_approvals_total',
+      help: "Owner approval of agents' sign-ins: requested (a sign-in waits for its owner), approved, denied (by the owner), expired (ran out of time while waiting)",
+      labelNames: ['outcome'] as const,
       registers,
     }),
     rateLimitHits: new Counter({

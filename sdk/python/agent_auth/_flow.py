@@ -16,8 +16,6 @@ from typing import Any, Dict, Generator, Optional, Tuple, Union
 from urllib.parse import urlencode, urlsplit
 
 from .errors import (
-    AccessDeniedError,
-    OwnerDeniedError,
     AgentAuthError,
     AgentAuthTimeoutError,
     PossibleHijackError,
@@ -236,11 +234,8 @@ def wait_flow(
             # Time the server held the poll counts towards the interval: after a long poll, ask again at once.
             delay = max(0.0, delay - (time.monotonic() - started))
             if state.get("status") == "error":
-                failure = error_from_body(state, 200)
-                # The same access_denied as a person's Deny; having seen the approval pending tells the two apart.
-                if isinstance(failure, AccessDeniedError) and last_approval == "pending":
-                    raise OwnerDeniedError(failure.code, failure.description, failure.status)
-                raise failure
+                # An owner's denial is told by the answer itself (approval "denied"): OwnerDeniedError.
+                raise error_from_body(state, 200)
             last_status = state.get("status")
             approval = state.get("approval")
             if approval == "pending" and last_approval != "pending":
