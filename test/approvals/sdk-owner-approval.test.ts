@@ -57,4 +57,36 @@ describe(`the TypeScript SDK waits through the owner's approval (${storeName})`,
     expect(err).toBeInstanceOf(AccessDeniedError);
     expect(err).toMatchObject({ code: 'access_denied' });
   });
+
+  /** A sign-in the agent has authenticated, waiting for its owner (policy always), without the SDK having polled it yet. */
+  async function authenticatedAwaitingOwner() {
+    const email = `owner-${Math.random().toString(36).slice(2)}@example.com`;
+    const agent = await server.createAgent(email);
+    const owner = await signInOwner(server.app, smtp, email);
+    expect((await owner.call('PATCH', '/account/api/me', { approval_policy: 'always' })).statusCode).toBe(200);
+    const started = await startAuthorize(server, await server.createClient());
+    const sdk = new AgentAuthClient({ baseUrl, agentId: agent.agent_id, agentSecret: agent.agent_secret, model: 'test-model-1' });
+    expect(await sdk.authenticate(started.requestId)).toMatchObject({ approval: 'pending' });
+    return { sdk, owner, requestId: started.requestId };
+  }
+
+  it('the owner denying before the agent’s first check-status is still OwnerDeniedError: the answer says so', async () => {
+    const { sdk, owner, requestId } = await authenticatedAwaitingOwner();
+    expect((await owner.call('POST', `/account/api/approvals/${requestId}`, { decision: 'deny' })).statusCode).toBe(200);
+    const err = await sdk.waitForCompletion(requestId, { timeoutMs: 5000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OwnerDeniedError);
+    expect(err).toMatchObject({ code: 'access_denied', description: "the agent's owner denied this sign-in" });
+  });
+
+  it('a kill switch while the owner’s approval is pending is an AccessDeniedError, not the owner’s denial', async () => {
+    const { sdk, owner, requestId } = await authenticatedAwaitingOwner();
+    const seen: WaitStatus[] = [];
+    const waiting = sdk.waitForCompletion(requestId, { timeoutMs: 500, approvalTimeoutMs: 20_000, onStatus: (s) => seen.push(s) });
+    waiting.catch(() => undefined);
+    await expect.poll(() => seen, { timeout: 10_000 }).toContain('waiting_for_owner_approval');
+    expect((await owner.call('POST', '/account/api/revoke-all')).statusCode).toBe(204);
+    const err = await waiting.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AccessDeniedError);
+    expect(err).not.toBeInstanceOf(OwnerDeniedError);
+  });
 });
