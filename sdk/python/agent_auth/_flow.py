@@ -306,6 +306,7 @@ def sign_in_flow(
     backoff: bool,
     until: str,
     request_timeout: float,
+    approval_timeout: float = OWNER_APPROVAL_TIMEOUT,
 ) -> Flow:
     """The whole sign-in for a browser the agent drives; see AgentAuthClient.sign_in."""
     request_id = yield from read_request_id_flow(page, origin_of(base_url), page_timeout, 0.25)
@@ -321,5 +322,5 @@ def sign_in_flow(
         except RequestAlreadyAuthenticatedError as err:
             # This agent's own repeat is answered 200: a 409 on its own page means someone else came first.
             raise PossibleHijackError(request_id, err) from err
-    state = yield from wait_flow(request_id, max(deadline - time.monotonic(), 0.0), interval, backoff, 30.0, until, True)
+    state = yield from wait_flow(request_id, max(deadline - time.monotonic(), 0.0), interval, backoff, 30.0, until, True, approval_timeout)
     return {**authenticated, **state, "request_id": request_id}
