@@ -44,7 +44,8 @@ export default async function agentKeyRoutes(fastify: FastifyInstance) {
         },
       },
     },
-    async (request, reply) => reply.code(201).send(await addAgentKey(services, await owning(request, request.params.id), request.params.id, request.body.jwk)),
+    async (request, reply) =>
+      reply.code(201).send(await addAgentKey(services, await owning(request, request.params.id), request.params.id, request.body.jwk)),
   );
 
   app.get(

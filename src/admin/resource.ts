@@ -70,7 +70,8 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
       return body;
     };
     // Every change an operator makes is in the audit log.
-    const audit = (action: AdminAction, id: string, detail?: Record<string, unknown>) => recordAdminAction(app.services, singular, action, id, detail);
+    const audit = (action: AdminAction, id: string, detail?: Record<string, unknown>) =>
+      recordAdminAction(app.services, singular, action, id, detail);
     const path = `/${plural}`;
     const byId = `${path}/:id`;
 

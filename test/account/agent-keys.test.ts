@@ -30,7 +30,8 @@ describe(`owners register their agents' keys (${storeName})`, () => {
     await smtp?.close();
   });
 
-  const newAgent = async (owner: Owner): Promise<string> => (await owner.call('POST', '/account/api/agents', { name: 'Keyed agent' })).json().agent_id;
+  const newAgent = async (owner: Owner): Promise<string> =>
+    (await owner.call('POST', '/account/api/agents', { name: 'Keyed agent' })).json().agent_id;
   /** One authenticate call signed by `privateKey` (named by its thumbprint): its status code. */
   async function signInWith(agentId: string, privateKey: KeyObject) {
     const { requestId } = await startAuthorize(server, client);
@@ -154,7 +155,12 @@ describe(`owners register their agents' keys (${storeName})`, () => {
     const other = JSON.stringify({ jwk: keyPair('ed25519').jwk });
     const keys = `/account/api/agents/${agentId}/keys`;
 
-    const asForm = await send('POST', keys, { 'content-type': 'application/x-www-form-urlencoded', origin: ISSUER }, `jwk=${encodeURIComponent(other)}`);
+    const asForm = await send(
+      'POST',
+      keys,
+      { 'content-type': 'application/x-www-form-urlencoded', origin: ISSUER },
+      `jwk=${encodeURIComponent(other)}`,
+    );
     expect(asForm.statusCode).toBe(415);
     expect((await send('POST', keys, { 'content-type': 'text/plain', origin: ISSUER }, other)).statusCode).toBe(415);
     const foreign = await send('POST', keys, { 'content-type': 'application/json', origin: 'https://evil.example' }, other);

@@ -365,7 +365,8 @@ describe(`owner approval of agents' sign-ins (${storeName})`, () => {
       const res = await server.admin.inject({ url: '/metrics' });
       expect(res.statusCode).toBe(200);
       expect(res.body).toContain('# TYPE agent_auth_owner_approvals_total counter');
-      const count = (outcome: string) => Number(new RegExp(`^agent_auth_owner_approvals_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(res.body)?.[1] ?? 0);
+      const count = (outcome: string) =>
+        Number(new RegExp(`^agent_auth_owner_approvals_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(res.body)?.[1] ?? 0);
       return { requested: count('requested'), approved: count('approved'), denied: count('denied'), expired: count('expired') };
     };
     const purge = () => purgeExpired(server.services, { auditRetentionDays: 365, auditRetentionWithoutAgentDays: 365, log: server.app.log });
