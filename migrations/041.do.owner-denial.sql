@@ -5,14 +5,8 @@ ALTER TABLE auth_requests DROP CONSTRAINT auth_requests_approval_check;
 ALTER TABLE auth_requests ADD CONSTRAINT auth_requests_approval_check CHECK (approval IN ('pending', 'approved', 'denied'));
 
 -- As in migrations/030, but a denial writes no row of its own: it is the status trigger's 'denied'.
-CREATE OR REPLACE FUNCTION audit_auth_request_approval() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  IF NEW.approval NOT IN ('pending', 'approved') THEN
-    RETURN NULL;
-  END IF;
-  INSERT INTO audit_events (event, request_id, agent_id, user_id, client_id, model)
-  VALUES (CASE NEW.approval WHEN 'pending' THEN 'approval_requested' ELSE 'approved' END, NEW.id, NEW.agent_id,
-          (SELECT user_id FROM agents WHERE id = NEW.agent_id), NEW.client_id, NEW.model);
-  RETURN NULL;
-END
-$$;
+DROP TRIGGER auth_requests_audit_status_approval ON auth_requests;
+CREATE TRIGGER auth_requests_audit_status_approval
+  AFTER UPDATE OF approval ON auth_requests
+  FOR EACH ROW WHEN (NEW.approval IN ('pending', 'approved') AND OLD.approval IS DISTINCT FROM NEW.approval)
+  EXECUTE FUNCTION audit_auth_request_approval();

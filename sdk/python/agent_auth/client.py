@@ -140,17 +140,7 @@ class AgentAuthClient(_ClientBase):
         ``approval_timeout`` seconds from then; a denial raises OwnerDeniedError). Returns the
         authenticate body merged with the final status."""
         flow = sign_in_flow(
-            self._credentials,
-            self.base_url,
-            page,
-            expected_website,
-            timeout,
-            page_timeout,
-            interval,
-            backoff,
-            until,
-            self._request_timeout,
-            approval_timeout,
+            self._credentials, self.base_url, page, expected_website, timeout, page_timeout, interval, backoff, until, self._request_timeout, approval_timeout
         )
         return self._run(flow, page)
 
