@@ -129,6 +129,9 @@ describe(`owners register their agents' keys (${storeName})`, () => {
         expect(res.json()).toEqual({ error: 'not_found', error_description: `no agent with id ${id}` });
       }
     }
+    // A kid of another owner's agent, through one's own agent: 404, and that key stays.
+    const strangersAgent = await newAgent(stranger);
+    expect(await stranger.call('DELETE', `/account/api/agents/${strangersAgent}/keys/${kid}`)).toMatchObject({ statusCode: 404 });
     // The owner's own agent, with a kid it does not hold: 404 too.
     expect(await owner.call('DELETE', `/account/api/agents/${agentId}/keys/no-such-kid`)).toMatchObject({ statusCode: 404 });
     expect((await owner.call('GET', `/account/api/agents/${agentId}/keys`)).json().keys).toHaveLength(1);
