@@ -56,7 +56,7 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     await smtp?.close();
   });
 
-  /** No serious or critical axe finding at 1280 and 390 px, light and dark (and a screenshot of each with SCREENSHOTS=1). */
+  /** No serious or critical axe finding at 1280 and 390 px, light and dark. */
   async function axeClean(name: string) {
     for (const [width, height] of [
       [1280, 800],
@@ -66,9 +66,6 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
         await page.setViewportSize({ width, height });
         await page.emulateMedia({ colorScheme });
         expect(await seriousViolations(page), `${name} at ${width}px, ${colorScheme}`).toEqual([]);
-        if (process.env.SCREENSHOTS) {
-          await page.screenshot({ path: `docs/screenshots/${name}-${width > 600 ? 'desktop' : 'mobile'}-${colorScheme}.png`, fullPage: true });
-        }
       }
     }
     await page.setViewportSize({ width: 1280, height: 800 });
