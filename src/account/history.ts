@@ -1,41 +1,25 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { auditQuery, eventView } from '../admin/audit-log.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import { listAgents } from '../owners/agents.js';
 import { errorResponses, UNAVAILABLE } from '../routes/responses.js';
-import { AUDIT_EVENTS, type AuditEvent } from '../store/audit-log.js';
+import type { AuditEvent } from '../store/audit-log.js';
 import type { Store } from '../store/index.js';
 import { signedInOwner } from './guards.js';
 import { renderAccount } from './render.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
-const historyQuery = z.object({
-  agent_id: z.string().min(1).max(200).optional().describe('only this agent’s rows'),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  cursor: z
-    .string()
-    .regex(/^[1-9]\d{0,15}$/, 'must be the next_cursor of a previous page')
-    .optional()
-    .describe('the next_cursor of the previous page'),
-});
+const historyQuery = auditQuery
+  .pick({ limit: true, cursor: true })
+  .extend({ agent_id: z.string().min(1).max(200).optional().describe('only this agent’s rows') });
 type HistoryQuery = z.output<typeof historyQuery>;
 
-const eventView = z.object({
-  id: z.number().int(),
-  at: z.date(),
-  event: z.enum(AUDIT_EVENTS),
-  request_id: z.string().nullable(),
-  agent_id: z.string().nullable(),
+const historyEventView = eventView.omit({ user_id: true, email: true }).extend({
   agent_name: z.string().nullable(),
-  client_id: z.string().nullable(),
   client_name: z.string().nullable().describe('null when the website is gone'),
   redirect_origin: z.string().nullable(),
-  grant_id: z.string().nullable(),
-  model: z.string().nullable(),
-  reason: z.string().nullable(),
-  detail: z.record(z.string(), z.unknown()).nullable(),
-  actor: z.enum(['admin', 'owner']).nullable().describe('who acted: an operator, or the owner; null for agents, websites and the server'),
 });
 
 // What each event means to the person whose agents they are.
@@ -70,7 +54,9 @@ async function historyPage(store: Pick<Store, 'auditLog'>, userId: string, query
   const { agent_id: agentId, limit, cursor } = query;
   // One more than asked tells whether another page follows.
   const rows = await store.auditLog.ofOwner(userId, { agentId, beforeId: cursor === undefined ? undefined : Number(cursor), limit: limit + 1 });
-  const events = rows.slice(0, limit).map(({ redirect_uri, ...e }) => ({ ...e, redirect_origin: redirect_uri ? redirectOrigin(redirect_uri) : null }));
+  const events = rows
+    .slice(0, limit)
+    .map(({ redirect_uri, ...e }) => ({ ...e, redirect_origin: redirect_uri ? redirectOrigin(redirect_uri) : null }));
   return { events, next_cursor: rows.length > limit ? String(events[events.length - 1].id) : null };
 }
 
@@ -83,7 +69,10 @@ export default async function historyPages(app: FastifyInstance) {
     // An empty field is no filter; a malformed one (a cursor typed by hand) starts over.
     const parsed = historyQuery.safeParse(Object.fromEntries(Object.entries(raw).filter(([, v]) => typeof v === 'string' && v !== '')));
     const query = parsed.success ? parsed.data : historyQuery.parse({});
-    const [agents, page] = await Promise.all([listAgents(services, request.owner.user_id), historyPage(services.store, request.owner.user_id, query)]);
+    const [agents, page] = await Promise.all([
+      listAgents(services, request.owner.user_id),
+      historyPage(services.store, request.owner.user_id, query),
+    ]);
     const filter: Record<string, string> = query.agent_id ? { agent_id: query.agent_id } : {};
     return renderAccount(request, reply, 'history', {
       title: 'History',
@@ -112,7 +101,7 @@ export async function historyApi(fastify: FastifyInstance) {
           'The owner’s history, newest first: the audit rows of their agents’ sign-ins and of the actions on their records, never another owner’s.',
         querystring: historyQuery,
         response: {
-          200: z.object({ events: z.array(eventView), next_cursor: z.string().nullable() }),
+          200: z.object({ events: z.array(historyEventView), next_cursor: z.string().nullable() }),
           ...OWNER_API_ERRORS,
           ...errorResponses({ 400: 'invalid_request: a parameter is not valid', 503: UNAVAILABLE }),
         },

@@ -19,7 +19,11 @@ const noSuchAgent = (agentId: string) => new NotFound(`no agent with id ${agentI
 /** The owner's agents, each with its newest sign-in and the websites it holds a live grant with. */
 export async function listAgents(deps: Pick<OwnerAgentDeps, 'store'>, userId: string) {
   const { ownerAgents } = deps.store;
-  const [agents, websites, lastSignIns] = await Promise.all([ownerAgents.list(userId), ownerAgents.websites(userId), ownerAgents.lastSignIns(userId)]);
+  const [agents, websites, lastSignIns] = await Promise.all([
+    ownerAgents.list(userId),
+    ownerAgents.websites(userId),
+    ownerAgents.lastSignIns(userId),
+  ]);
   return agents.map((agent) => ({
     ...agent,
     last_sign_in: lastOf(lastSignIns, agent.agent_id),

@@ -177,7 +177,7 @@ export function createAuditLogStore(db: Db) {
       };
       add(filter.agentId, (p) => `e.agent_id = ${p}`);
       add(filter.email, (p) => `e.user_id = (SELECT id FROM users WHERE lower(email) = lower(${p}))`);
-          add(filter.clientId, (p) => `e.client_id = ${p}`);
+      add(filter.clientId, (p) => `e.client_id = ${p}`);
       add(filter.requestId, (p) => `e.request_id = ${p}`);
       add(filter.event, (p) => `e.event = ${p}`);
       add(filter.from, (p) => `e.at >= ${p}`);

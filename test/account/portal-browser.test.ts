@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
-import { seriousViolations } from '../helpers/axe.js';
+import { expectAxeCleanEverywhere } from '../helpers/axe.js';
 import { describeInChromium } from '../helpers/chromium.js';
 import { exchangeCode, introspect } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
@@ -56,22 +56,6 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     await smtp?.close();
   });
 
-  /** No serious or critical axe finding at 1280 and 390 px, light and dark. */
-  async function axeClean(name: string) {
-    for (const [width, height] of [
-      [1280, 800],
-      [390, 844],
-    ]) {
-      for (const colorScheme of ['light', 'dark'] as const) {
-        await page.setViewportSize({ width, height });
-        await page.emulateMedia({ colorScheme });
-        expect(await seriousViolations(page), `${name} at ${width}px, ${colorScheme}`).toEqual([]);
-      }
-    }
-    await page.setViewportSize({ width: 1280, height: 800 });
-    await page.emulateMedia({ colorScheme: 'light' });
-  }
-
   /** The agent signs in to a website by the normal flow; the website's tokens. */
   async function signInAt(website: { client_id: string; client_secret: string; redirect_uris: string[] }, signer: typeof agent, model: string) {
     const { code, verifier } = await signInToCode(server, { client: website, agent: signer, model });
@@ -90,7 +74,7 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     const atNews = await signInAt(news, agent, 'claude-sonnet-4-5');
 
     await page.goto(`${issuer}/account`);
-    await axeClean('portal-sign-in');
+    await expectAxeCleanEverywhere(page, 'portal-sign-in');
     await page.getByLabel('Your email address').fill(email);
     await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
     await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
@@ -99,13 +83,13 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     await page.waitForURL(`${issuer}/account`);
     await page.getByRole('heading', { name: 'Your account' }).waitFor();
     await expect(page.locator('#agents-table').textContent()).resolves.toContain('Daily News');
-    await axeClean('portal-agents');
+    await expectAxeCleanEverywhere(page, 'portal-agents');
 
     await page.getByRole('link', { name: 'Research assistant' }).click();
     await page.waitForURL(`${issuer}/account/agents/${agent.agent_id}`);
     const rows = page.locator('#websites-table tbody tr');
     await expect(rows.count()).resolves.toBe(2);
-    await axeClean('portal-agent');
+    await expectAxeCleanEverywhere(page, 'portal-agent');
 
     await page.getByRole('button', { name: 'Revoke Shop (https://shop.example)' }).click();
     await page.getByText('Revoked: Shop has lost this agent’s tokens.').waitFor();
@@ -122,7 +106,7 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     ]) {
       await page.getByRole('navigation').getByRole('link', { name: link }).click();
       await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
-      await axeClean(name);
+      await expectAxeCleanEverywhere(page, name);
     }
     await page.getByRole('navigation').getByRole('link', { name: 'History' }).click();
     await expect(page.locator('#history-table').textContent()).resolves.toContain('Revoked');
@@ -139,7 +123,7 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     expect(created).toMatch(/^aa_as_/);
     await page.getByRole('button', { name: 'Copy' }).click();
     await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(created);
-    await axeClean('portal-agent-created');
+    await expectAxeCleanEverywhere(page, 'portal-agent-created');
 
     await page.getByRole('link', { name: 'Open the agent’s page' }).click();
     await page.getByRole('heading', { name: /Travel planner/ }).waitFor();

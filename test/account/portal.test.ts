@@ -104,7 +104,11 @@ describe(`the owners' portal pages (${storeName})`, () => {
     const missing = await page('/account/agents/agent_doesnotexist', mallory);
     expect(foreign.statusCode).toBe(404);
     expect(missing.statusCode).toBe(404);
-    const normalise = (body: string, id: string) => body.replace(id, 'ID').replace(/[0-9a-f]{32}/g, 'N').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, 'R');
+    const normalise = (body: string, id: string) =>
+      body
+        .replace(id, 'ID')
+        .replace(/[0-9a-f]{32}/g, 'N')
+        .replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, 'R');
     expect(normalise(foreign.body, alice.agent.agent_id)).toBe(normalise(missing.body, 'agent_doesnotexist'));
     expect(foreign.body).toContain('There is no such agent in your account.');
     expect(foreign.body).not.toContain('Test agent');
