@@ -93,6 +93,18 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect(agentPage.body).toContain('Deactivate');
     expect(agentPage.body).not.toContain(agent.agent_secret);
 
+    // The agent's own approval policy is the one selected; the owner's is named in the first choice.
+    expect((await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { approval_policy: 'new_website' })).statusCode).toBe(200);
+    const withPolicy = (await page(`/account/agents/${agent.agent_id}`, owner)).body;
+    expect(withPolicy).toContain('<option value="new_website" selected>');
+    expect(withPolicy).toContain('<option value="">As in your settings (Never ask me)</option>');
+
+    // The buttons' script: this server's own file, which the pages' CSP allows ('self').
+    const script = await server.app.inject({ url: '/assets/portal.js' });
+    expect(script.statusCode).toBe(200);
+    expect(script.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(script.body).toContain("'content-type': 'application/json'");
+
     // /account/agents is the home's list.
     expect((await page('/account/agents', owner)).headers.location).toBe('/account');
   });
