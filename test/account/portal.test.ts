@@ -214,3 +214,24 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect((await page('/account/settings', there)).headers.location).toBe('/account');
   });
 });
+
+describe(`the portal with OWNER_AGENT_CREATION=false (${storeName})`, () => {
+  let smtp: TestSmtp;
+  let server: TestServer;
+  beforeAll(async () => {
+    smtp = await startSmtp();
+    server = await startTestServer({ SMTP_URL: smtp.url, OWNER_AGENT_CREATION: 'false' });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await smtp?.close();
+  });
+
+  it('offers no form to create an agent', async () => {
+    const owner = await signInOwner(server.app, smtp, fresh());
+    const home = await server.app.inject({ url: '/account', headers: { cookie: owner.cookie } });
+    expect(home.statusCode).toBe(200);
+    expect(home.body).not.toContain('Create an agent');
+    expect(home.body).toContain('No agents yet.</p>');
+  });
+});
