@@ -156,4 +156,13 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     expect((await introspect(server, news, tokens.access_token)).json()).toEqual({ active: false });
     expect(problems).toEqual([]);
   });
+
+  it('signs out everywhere from the settings page', async () => {
+    await page.goto(`${issuer}/account/settings`);
+    await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).waitFor();
+    await page.goto(`${issuer}/account/agents/${agent.agent_id}`);
+    expect(page.url()).toBe(`${issuer}/account`);
+    expect(problems).toEqual([]);
+  });
 });
