@@ -7,8 +7,8 @@ import { describeInChromium } from '../helpers/chromium.js';
 import { exchangeCode, introspect } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { signInToCode } from '../helpers/flow.js';
-import { freePort } from '../helpers/listening.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startPortalServer } from '../helpers/owner.js';
+import type { TestServer } from '../helpers/server.js';
 import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
 const describe = describeInChromium('the owners’ portal in a real browser');
@@ -34,10 +34,7 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
   beforeAll(async () => {
     browser = await launchChromium();
     smtp = await startSmtp();
-    const port = await freePort();
-    issuer = `http://localhost:${port}`;
-    server = await startTestServer({ ISSUER: issuer, SMTP_URL: smtp.url });
-    await server.app.listen({ port, host: 'localhost' });
+    ({ server, issuer } = await startPortalServer(smtp));
     context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: issuer });
     await context.addInitScript(() => {

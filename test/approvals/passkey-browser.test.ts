@@ -8,7 +8,8 @@ import { describeInChromium } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
 import { pkce } from '../helpers/flow.js';
 import { freePort } from '../helpers/listening.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startPortalServer } from '../helpers/owner.js';
+import type { TestServer } from '../helpers/server.js';
 import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
 const describe = describeInChromium('passkeys and owner approval in a real browser');
@@ -30,10 +31,7 @@ describe(`passkeys and owner approval in Chromium (${storeName})`, () => {
   beforeAll(async () => {
     browser = await launchChromium();
     smtp = await startSmtp();
-    const port = await freePort();
-    issuer = `http://localhost:${port}`;
-    server = await startTestServer({ ISSUER: issuer, SMTP_URL: smtp.url });
-    await server.app.listen({ port, host: 'localhost' });
+    ({ server, issuer } = await startPortalServer(smtp));
     const sitePort = await freePort();
     const siteUrl = `http://127.0.0.1:${sitePort}`;
     client = await server.createClient([`${siteUrl}/callback`]);
