@@ -40,6 +40,8 @@ const DESCRIPTIONS: Record<AuditEvent, string> = {
   agent_updated: 'Agent changed',
   agent_secret_rotated: 'Secret rotated',
   agent_deleted: 'Agent deleted',
+  agent_key_added: 'Key added',
+  agent_key_deleted: 'Key removed',
   client_created: 'Website registered',
   client_updated: 'Website changed',
   client_secret_rotated: 'Website secret rotated',
