@@ -51,13 +51,34 @@ export async function revokeAtLevel(
 }
 
 /**
- * The agent records as the admin API and the console change them: deactivating or deleting an
- * agent ends its grants (src/store/agents.ts), announced here like every other ending.
+ * A new secret for an agent or a website (`rotate`), then, unless `revokeGrants` is false, the kill
+ * switch at that level: every grant and every sign-in in flight there ends, on every instance. In
+ * that order, so that the old secret can begin nothing that outlives the call. Undefined when there
+ * is no such record (nothing revoked then).
  */
-export function agentRecords(deps: RevocationDeps<'agents'>, context: EventContext) {
+export async function rotateSecret<T>(
+  deps: RevocationDeps<'grantAdmin'>,
+  target: { level: 'agent' | 'client'; id: string; revokeGrants: boolean },
+  rotate: () => Promise<T | undefined>,
+  context: EventContext,
+  by: 'admin' | 'owner' = 'admin',
+): Promise<T | undefined> {
+  const rotated = await rotate();
+  if (rotated && target.revokeGrants) await revokeAtLevel(deps, target.level, target.id, context, by);
+  return rotated;
+}
+
+/**
+ * The agent records as the admin API and the console change them: deactivating or deleting an
+ * agent ends its grants (src/store/agents.ts), announced here like every other ending; rotating its
+ * secret ends them too unless asked not to (rotateSecret).
+ */
+export function agentRecords(deps: RevocationDeps<'agents' | 'grantAdmin'>, context: EventContext) {
   const { agents } = deps.store;
   return {
     ...agents,
+    rotateSecret: (id: string, revokeGrants = true) =>
+      rotateSecret(deps, { level: 'agent', id, revokeGrants }, () => agents.rotateSecret(id), context),
     async update(id: string, patch: Parameters<typeof agents.update>[1]) {
       const updated = await agents.update(id, patch);
       if (updated) announceEnded(deps.events, updated.ended, context);
@@ -93,4 +114,14 @@ export async function revokeToken(
   await deps.store.grants.revokeAccessToken(claims.jti, new Date(claims.exp * 1000));
   const grant = { grant_id: grantIdOf(claims.jti), client_id: clientId, agent_id: claims.sub, model: claims.model };
   deps.events.emit('access-token.revoked', { ...grant, reason: 'client_revocation' }, context);
+}
+
+/** The website records as the admin API and the console change them: see agentRecords. */
+export function clientRecords(deps: RevocationDeps<'clients' | 'grantAdmin'>, context: EventContext) {
+  const { clients } = deps.store;
+  return {
+    ...clients,
+    rotateSecret: (id: string, revokeGrants = true) =>
+      rotateSecret(deps, { level: 'client', id, revokeGrants }, () => clients.rotateSecret(id), context),
+  };
 }
