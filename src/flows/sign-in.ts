@@ -215,12 +215,17 @@ function endedInBrowser(
 /**
  * authenticated -> completed: issues the code for this browser's sign-in and returns the website's
  * redirect URL; undefined when the sign-in was not authenticated, unexpired and this browser's.
+ * Retry-safe: the same browser back for a sign-in it completed whose code was never redeemed gets a
+ * fresh code that spends the undelivered one (src/store/sign-ins.ts, complete), so that a lost
+ * answer (a 503 whose write committed anyway) does not lose the sign-in.
  */
 export async function tryComplete(deps: SignInDeps, { requestId, secret }: BrowserStep, context: EventContext): Promise<string | undefined> {
   const { config, store } = deps;
   const done = await store.signIns.complete(requestId, bindingHash(secret), config.ttl.authCode);
   if (!done) return undefined;
-  endedInBrowser(deps, 'sign-in.completed', requestId, done, context);
+  // The sign-in completed once; a retry is not a second completion.
+  if (done.again) context.log.info({ request_id: requestId }, 'sign-in completed again by its browser: its undelivered code replaced');
+  else endedInBrowser(deps, 'sign-in.completed', requestId, done, context);
   return redirectToClient(done.redirect_uri, { code: done.code, state: done.state, iss: config.issuer });
 }
 
