@@ -187,13 +187,15 @@ export async function loadBrowserSignIn(
   requestId: string,
   secret: string | undefined,
   context: EventContext,
+  /** True: a completed sign-in is loaded too, for its browser to complete again (tryComplete). */
+  completed = false,
 ): Promise<BrowserSignIn> {
   const details = await deps.store.signIns.getDetails(requestId);
   if (!details) throw new NotFound('the authorization request does not exist');
   noticeExpiry(deps, details, context);
   const ended = endedError(details, 400);
   if (ended) throw ended;
-  if (details.status === 'completed') throw new InvalidRequest('this sign-in has already been completed');
+  if (details.status === 'completed' && !completed) throw new InvalidRequest('this sign-in has already been completed');
   if (!secret || !safeEqual(details.browser_hash, bindingHash(secret))) {
     throw new InvalidRequest('this sign-in was started in another browser; start again from the website');
   }

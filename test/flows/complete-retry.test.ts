@@ -85,4 +85,35 @@ describe(`/authorize/complete is retry-safe for the browser that started the sig
       expect([redeemed.statusCode, fresh?.statusCode ?? 400].sort()).toEqual([200, 400]);
     }
   });
+
+  it('with REQUIRE_APPROVAL, an approval posted again gets a fresh code; a deny or a redeemed code does not', async () => {
+    const approving = await startTestServer({ REQUIRE_APPROVAL: 'true' });
+    try {
+      const client = await approving.createClient();
+      const agent = await approving.createAgent();
+      const started = await startAuthorize(approving, client);
+      await agentAuthenticate(approving, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+      const page = await completeInBrowser(approving, started.requestId, started.cookie);
+      const csrf = /name="csrf_token" value="([^"]+)"/.exec(page.res.body)![1];
+      const decide = (decision: string) =>
+        approving.app.inject({
+          method: 'POST',
+          url: '/authorize/decision',
+          headers: { cookie: started.cookie! },
+          payload: { request_id: started.requestId, csrf_token: csrf, decision },
+        });
+      const codeOf = (res: Awaited<ReturnType<typeof decide>>) => new URL(res.headers.location as string).searchParams.get('code')!;
+      const first = await decide('approve');
+      expect(first.statusCode).toBe(303);
+      const again = await decide('approve');
+      expect(again.statusCode).toBe(303);
+      expect(codeOf(again)).not.toBe(codeOf(first));
+      expect((await decide('deny')).statusCode).toBe(400);
+      expect((await exchangeCode(approving, client, codeOf(first), started.verifier)).statusCode).toBe(400);
+      expect((await exchangeCode(approving, client, codeOf(again), started.verifier)).statusCode).toBe(200);
+      expect((await decide('approve')).statusCode).toBe(400);
+    } finally {
+      await approving.close();
+    }
+  });
 });
