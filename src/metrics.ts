@@ -54,6 +54,11 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers,
     }),
+    dataDirFreeBytes: new Gauge({
+      name: 'agent_auth_data_dir_free_bytes',
+      help: 'Free bytes on the disk that holds DATA_DIR (the embedded store only), checked every 30 s',
+      registers,
+    }),
     rateLimitHits: new Counter({
       name: 'agent_auth_rate_limit_hits_total',
       help: 'Requests refused with 429, by limiter',
