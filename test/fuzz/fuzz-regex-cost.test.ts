@@ -60,6 +60,12 @@ function literals(file: string): { where: string; regex: RegExp }[] {
 
 const patterns = [...['src', 'sdk/typescript/src'].flatMap(sourceFiles).flatMap(literals), { where: 'zod: z.email()', regex: regexes.email }];
 
+function timeOf(regex: RegExp, input: string): number {
+  const started = performance.now();
+  regex.test(input);
+  return performance.now() - started;
+}
+
 /** The prefixes worth trying on a pattern: those whose letters occur in it (and none). */
 function prefixesFor(regex: RegExp): string[] {
   const plain = regex.source.replace(/\\/g, '').toLowerCase();
@@ -82,18 +88,18 @@ describe('regular expressions that meet input run in linear time', () => {
   });
 
   it.each(patterns.map((p) => [p.where, p.regex] as const))('%s', (_where, regex) => {
-    let slowest = { ms: 0, input: '' };
+    let slowest = { ms: 0, input: '', label: '' };
     for (const prefix of prefixesFor(regex)) {
       for (const char of CHARS) {
         for (const tail of TAILS) {
           const input = prefix + char.repeat(RUN) + tail;
-          const started = performance.now();
-          regex.test(input);
-          const ms = performance.now() - started;
-          if (ms > slowest.ms) slowest = { ms, input: `${JSON.stringify(prefix)} + ${JSON.stringify(char)} x ${RUN} + ${JSON.stringify(tail)}` };
+          const ms = timeOf(regex, input);
+          if (ms > slowest.ms) slowest = { ms, input, label: `${JSON.stringify(prefix)} + ${JSON.stringify(char)} x ${RUN} + ${JSON.stringify(tail)}` };
         }
       }
     }
-    expect(slowest.ms, slowest.input).toBeLessThan(MAX_MS);
+    // A busy machine (a collection, another process) only ever adds time: the best of a few tries is the pattern's own cost.
+    const best = Math.min(slowest.ms, ...[1, 2, 3].map(() => timeOf(regex, slowest.input)));
+    expect(best, slowest.label).toBeLessThan(MAX_MS);
   });
 });
