@@ -286,8 +286,16 @@ describe(`the operators' console (${storeName})`, () => {
   it('rotates a secret with its grants by default (a checkbox says so), and only the secret when unchecked; the notice says which', async () => {
     const op = await operator(server);
     const cases = [
-      { page: 'agents', id: (t: Awaited<ReturnType<typeof issueTokens>>) => t.agent.agent_id, label: 'Also sign this agent out of every website now' },
-      { page: 'websites', id: (t: Awaited<ReturnType<typeof issueTokens>>) => t.client.client_id, label: 'Also sign every agent out of this website now' },
+      {
+        page: 'agents',
+        id: (t: Awaited<ReturnType<typeof issueTokens>>) => t.agent.agent_id,
+        label: 'Also sign this agent out of every website now',
+      },
+      {
+        page: 'websites',
+        id: (t: Awaited<ReturnType<typeof issueTokens>>) => t.client.client_id,
+        label: 'Also sign every agent out of this website now',
+      },
     ];
     for (const { page, id, label } of cases) {
       for (const revoke of [true, false]) {

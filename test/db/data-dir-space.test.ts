@@ -44,7 +44,9 @@ describe('the embedded store on a small disk', { timeout: 120_000 }, () => {
     expect(res.code).toBe(1);
     const line = expectOneReadableLine(res.stderr);
     expect(line).toMatch(
-      new RegExp(`^agent-auth: failed to start: DATA_DIR ${dataDir} is on a disk with (19|20) MB free; the embedded store needs at least 64 MB free to start \\(DATA_DIR_MIN_FREE_MB\\)`),
+      new RegExp(
+        `^agent-auth: failed to start: DATA_DIR ${dataDir} is on a disk with (19|20) MB free; the embedded store needs at least 64 MB free to start \\(DATA_DIR_MIN_FREE_MB\\)`,
+      ),
     );
     expect(existsSync(join(dataDir, 'pglite'))).toBe(false);
   });
