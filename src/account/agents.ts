@@ -105,7 +105,8 @@ export default async function agentRoutes(fastify: FastifyInstance) {
         tags: ['owner'],
         description:
           'A new secret for the agent, shown once; the old one stops working at once. Unless revoke_grants is false, ' +
-          'every grant of the agent and every sign-in in flight end too, everywhere at once (its tokens stop working).',
+          'every grant of the agent and every sign-in in flight end too, everywhere at once (its tokens stop working). ' +
+          'The body may be left out: no body, or {}, revokes.',
         params: agentParams,
         body: rotateBody,
         response: { 200: withSecret, ...errors({ 400: 'invalid_request: a field is unknown or not valid', ...NOT_FOUND, ...BODY_REFUSED }) },
