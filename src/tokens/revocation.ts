@@ -68,17 +68,34 @@ export async function rotateSecret<T>(
   return rotated;
 }
 
+/** `records` whose secret rotation ends the grants at `level` too, unless asked not to (rotateSecret). */
+function rotatingRecords<R extends { rotateSecret(id: string): Promise<unknown> }>(
+  deps: RevocationDeps<'grantAdmin'>,
+  level: 'agent' | 'client',
+  records: R,
+  context: EventContext,
+) {
+  return {
+    ...records,
+    rotateSecret: (id: string, revokeGrants = true) =>
+      rotateSecret(deps, { level, id, revokeGrants }, () => records.rotateSecret(id) as ReturnType<R['rotateSecret']>, context),
+  };
+}
+
+/** The website records as the admin API and the console change them: rotating a secret (rotatingRecords). */
+export function clientRecords(deps: RevocationDeps<'clients' | 'grantAdmin'>, context: EventContext) {
+  return rotatingRecords(deps, 'client', deps.store.clients, context);
+}
+
 /**
  * The agent records as the admin API and the console change them: deactivating or deleting an
  * agent ends its grants (src/store/agents.ts), announced here like every other ending; rotating its
- * secret ends them too unless asked not to (rotateSecret).
+ * secret ends them too unless asked not to (rotatingRecords).
  */
 export function agentRecords(deps: RevocationDeps<'agents' | 'grantAdmin'>, context: EventContext) {
   const { agents } = deps.store;
   return {
-    ...agents,
-    rotateSecret: (id: string, revokeGrants = true) =>
-      rotateSecret(deps, { level: 'agent', id, revokeGrants }, () => agents.rotateSecret(id), context),
+    ...rotatingRecords(deps, 'agent', agents, context),
     async update(id: string, patch: Parameters<typeof agents.update>[1]) {
       const updated = await agents.update(id, patch);
       if (updated) announceEnded(deps.events, updated.ended, context);
@@ -114,14 +131,4 @@ export async function revokeToken(
   await deps.store.grants.revokeAccessToken(claims.jti, new Date(claims.exp * 1000));
   const grant = { grant_id: grantIdOf(claims.jti), client_id: clientId, agent_id: claims.sub, model: claims.model };
   deps.events.emit('access-token.revoked', { ...grant, reason: 'client_revocation' }, context);
-}
-
-/** The website records as the admin API and the console change them: see agentRecords. */
-export function clientRecords(deps: RevocationDeps<'clients' | 'grantAdmin'>, context: EventContext) {
-  const { clients } = deps.store;
-  return {
-    ...clients,
-    rotateSecret: (id: string, revokeGrants = true) =>
-      rotateSecret(deps, { level: 'client', id, revokeGrants }, () => clients.rotateSecret(id), context),
-  };
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { agentAuthenticate, completeInBrowser, startAuthorize } from '../helpers/flow.js';
+import { agentAuthenticate, authenticatedInFlight, completeInBrowser, startAuthorize } from '../helpers/flow.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 // A completion whose answer was lost (the server said 503 but the write committed later, or the
@@ -19,9 +19,7 @@ describe(`/authorize/complete is retry-safe for the browser that started the sig
   async function completedOnce() {
     const client = await server.createClient();
     const agent = await server.createAgent();
-    const started = await startAuthorize(server, client);
-    const auth = await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
-    expect(auth.statusCode).toBe(200);
+    const started = await authenticatedInFlight(server, client, agent);
     const first = await completeInBrowser(server, started.requestId, started.cookie);
     expect(first.res.statusCode).toBe(302);
     return { client, agent, started, first: first.code! };

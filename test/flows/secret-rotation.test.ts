@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode, introspect, issueTokens, refresh } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { agentAuthenticate, completeInBrowser, signInToCode, startAuthorize } from '../helpers/flow.js';
+import { agentAuthenticate, authenticatedInFlight, completeInBrowser, signInToCode, startAuthorize } from '../helpers/flow.js';
 import { ADMIN_TOKEN, startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 
 type Client = Awaited<ReturnType<TestServer['createClient']>>;
@@ -29,10 +29,7 @@ describe(`secret rotation and deactivation end what a thief holds (${storeName})
     // Checked once on this instance, so that it sits in its cache when the change comes through the other.
     expect((await introspect(server, client, tokens.access_token)).json().active).toBe(true);
     const withCode = await signInToCode(server, { client, agent });
-    const started = await startAuthorize(server, client);
-    const auth = await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
-    expect(auth.statusCode).toBe(200);
-    return { tokens, withCode, started };
+    return { tokens, withCode, started: await authenticatedInFlight(server, client, agent) };
   }
   type Held = Awaited<ReturnType<typeof held>>;
 
