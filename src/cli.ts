@@ -424,7 +424,8 @@ auditCommand.action(async (options: Record<string, string>, c: Command) => {
   }
   const data = (await request(globals(c), 'GET', `/audit?${query}`)) as { events: Row[]; next_cursor: string | null };
   print(c, data, ({ events, next_cursor }) => {
-    printTable(events, ['id', 'at', 'event', 'agent_id', 'client_id', 'model', 'reason']);
+    // actor: who acted (admin, owner), or - for what agents, websites and the server did.
+    printTable(events, ['id', 'at', 'event', 'actor', 'agent_id', 'client_id', 'model', 'reason']);
     if (next_cursor) console.error(`more: --cursor ${show(next_cursor)}`);
   });
 });

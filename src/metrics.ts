@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 export type SignInStage = 'started' | 'authenticated' | 'completed' | 'denied' | 'expired';
+export type ApprovalOutcome = 'requested' | 'approved' | 'denied' | 'expired';
 
 /**
  * The Prometheus metrics of one process, served by the admin listener's GET /metrics. Each set has
@@ -57,6 +58,12 @@ export function createMetrics() {
     dataDirFreeBytes: new Gauge({
       name: 'agent_auth_data_dir_free_bytes',
       help: 'Free bytes on the disk that holds DATA_DIR (the embedded store only), checked every 30 s',
+      registers,
+    }),
+    ownerApprovals: new Counter({
+      name: 'agent_auth_owner_approvals_total',
+      help: "Owner approval of agents' sign-ins: requested (a sign-in waits for its owner), approved, denied (by the owner), expired (ran out of time while waiting)",
+      labelNames: ['outcome'] as const,
       registers,
     }),
     rateLimitHits: new Counter({

@@ -66,8 +66,9 @@ const STORE_SLICES: Record<string, string[]> = {
   // The owner's decision on a waiting sign-in, checked with their passkeys.
   approvals: ['approvals', 'passkeys'],
   // The portal: the owner's own settings and sessions; everything else through src/owners.
-  account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals'],
-  'agent-keys': ['agentKeys'],
+  account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals', 'agentKeys'],
+  // The rules of a key and its registration, which the audit log records with who acted.
+  'agent-keys': ['agentKeys', 'auditLog'],
   flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
   tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
   owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners', 'agents'],

@@ -5,6 +5,7 @@ import { currentOwner, sessionCookie } from '../owners/sessions.js';
 import { emptyJsonIsEmptyObject } from '../plugins/empty-json.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
+import agentKeyRoutes from './agent-keys.js';
 import agentRoutes from './agents.js';
 import approvalRoutes from './approvals.js';
 import emailLinkRoutes from './email-link.js';
@@ -61,6 +62,7 @@ export default async function accountPlugin(app: FastifyInstance) {
     });
     await api.register(meRoutes);
     await api.register(agentRoutes);
+    await api.register(agentKeyRoutes);
     await api.register(passkeyRoutes);
     await api.register(approvalRoutes);
   });

@@ -4,19 +4,21 @@ import { z } from 'zod';
 import { addAgentKey, addedKeyView, deleteAgentKey, keyView, kidSchema, listAgentKeys, newKeyBody } from '../agent-keys/registration.js';
 import { idParams } from './schemas.js';
 
-/** An agent's public keys (docs/protocol.md, "Agent assertions"): add, list, delete. */
+const ADMIN = { actor: 'admin' } as const;
+
+/** An agent's public keys (docs/protocol.md, "Agent assertions"): add, list, delete, in the audit log as the admin's. */
 export default async function adminAgentKeyRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { services } = app;
 
   app.post('/agents/:id/keys', { schema: { params: idParams, body: newKeyBody, response: { 201: addedKeyView } } }, async (request, reply) =>
-    reply.code(201).send(await addAgentKey(services, request.params.id, request.body.jwk)),
+    reply.code(201).send(await addAgentKey(services, ADMIN, request.params.id, request.body.jwk)),
   );
   app.get('/agents/:id/keys', { schema: { params: idParams, response: { 200: z.object({ keys: z.array(keyView) }) } } }, async (request) => ({
     keys: await listAgentKeys(services, request.params.id),
   }));
   app.delete('/agents/:id/keys/:kid', { schema: { params: idParams.extend({ kid: kidSchema }) } }, async (request, reply) => {
-    await deleteAgentKey(services, request.params.id, request.params.kid);
+    await deleteAgentKey(services, ADMIN, request.params.id, request.params.kid);
     return reply.code(204).send();
   });
 }

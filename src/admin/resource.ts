@@ -34,6 +34,22 @@ interface ResourceOptions<Create extends z.ZodType, Patch extends z.ZodType> {
   check?(services: Services, body: z.output<Create> | z.output<Patch>): Promise<void>;
 }
 
+type AdminAction = 'created' | 'updated' | 'secret_rotated' | 'deleted';
+
+/**
+ * An operator's change to a website or an agent, in the audit log as the admin's (`actor: admin`),
+ * named by the record's id: the admin API and the console record theirs alike.
+ */
+export function recordAdminAction(
+  { store }: Pick<Services, 'store'>,
+  singular: 'client' | 'agent',
+  action: AdminAction,
+  id: string,
+  detail?: Record<string, unknown>,
+) {
+  return store.auditLog.recordAction({ actor: 'admin', event: `${singular}_${action}`, [`${singular}Id`]: id, detail });
+}
+
 /**
  * The admin routes of one registered resource (clients, agents): create, list, get, patch,
  * rotate secret, delete. Both resources behave the same way, so they share this one plugin.
@@ -54,10 +70,9 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
       await options.check?.(app.services, body);
       return body;
     };
-    const { auditLog } = app.services.store;
-    // Every change an operator makes is in the audit log (actor admin), named by the record's id.
-    const audit = (action: 'created' | 'updated' | 'secret_rotated' | 'deleted', id: string, detail?: Record<string, unknown>) =>
-      auditLog.recordAction({ actor: 'admin', event: `${singular}_${action}`, [`${singular}Id`]: id, detail });
+    // Every change an operator makes is in the audit log.
+    const audit = (action: AdminAction, id: string, detail?: Record<string, unknown>) =>
+      recordAdminAction(app.services, singular, action, id, detail);
     const path = `/${plural}`;
     const byId = `${path}/:id`;
 

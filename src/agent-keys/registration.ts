@@ -9,13 +9,17 @@ import type { Store } from '../store/index.js';
 
 /**
  * An agent's public keys, as operators (admin API, CLI, console) and owners register them: one
- * function per action, taking the agent id, so that every caller applies the same rules.
+ * function per action, taking the agent id, so that every caller applies the same rules and
+ * leaves the same audit row, with who acted.
  */
 
-/** What registering needs: the agent key store. */
+/** What registering needs: the agent key store, and the audit log for additions and deletions. */
 export interface AgentKeyDeps {
-  store: Pick<Store, 'agentKeys'>;
+  store: Pick<Store, 'agentKeys' | 'auditLog'>;
 }
+
+/** Who registers or deletes a key: an operator, or the agent's owner (whose ownership the caller has checked). */
+export type KeyActor = { actor: 'admin' } | { actor: 'owner'; userId: string };
 
 export const kidSchema = idText().describe('key id: the RFC 7638 thumbprint unless the JWK named one');
 
@@ -66,7 +70,7 @@ export function publicKeyOf(jwk: Record<string, unknown>): { alg: AgentAssertion
 }
 
 /** Registers a public key for an agent; the answer names its kid and algorithm. */
-export async function addAgentKey({ store }: AgentKeyDeps, agentId: string, jwk: Record<string, unknown>) {
+export async function addAgentKey({ store }: AgentKeyDeps, by: KeyActor, agentId: string, jwk: Record<string, unknown>) {
   const key = publicKeyOf(jwk);
   let kid: string;
   if (jwk.kid === undefined) kid = await calculateJwkThumbprint(key.jwk, 'sha256');
@@ -79,17 +83,19 @@ export async function addAgentKey({ store }: AgentKeyDeps, agentId: string, jwk:
   if (added === undefined) throw new NotFound(`no agent with id ${agentId}`);
   if (added === 'duplicate') throw new Conflict('key_exists', `the agent already has a key with kid ${kid}`);
   if (added === 'full') throw new InvalidRequest(`an agent holds at most ${MAX_KEYS_PER_AGENT} keys: delete one first`);
+  await store.auditLog.recordAction({ ...by, event: 'agent_key_added', agentId, detail: { kid: added.kid, alg: added.alg } });
   return { kid: added.kid, alg: added.alg, created_at: added.created_at };
 }
 
 /** The agent's keys; NotFound when there is no such agent. */
-export async function listAgentKeys({ store }: AgentKeyDeps, agentId: string): Promise<AgentKey[]> {
+export async function listAgentKeys({ store }: { store: Pick<Store, 'agentKeys'> }, agentId: string): Promise<AgentKey[]> {
   const keys = await store.agentKeys.list(agentId);
   if (!keys) throw new NotFound(`no agent with id ${agentId}`);
   return keys;
 }
 
 /** Deletes a key: assertions it signs are refused from now on, on every instance. */
-export async function deleteAgentKey({ store }: AgentKeyDeps, agentId: string, kid: string): Promise<void> {
+export async function deleteAgentKey({ store }: AgentKeyDeps, by: KeyActor, agentId: string, kid: string): Promise<void> {
   if (!(await store.agentKeys.remove(agentId, kid))) throw new NotFound(`the agent ${agentId} has no key with kid ${kid}`);
+  await store.auditLog.recordAction({ ...by, event: 'agent_key_deleted', agentId, detail: { kid } });
 }

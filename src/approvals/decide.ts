@@ -66,9 +66,10 @@ async function freshlyVerified(deps: ApprovalDeps, requestId: string, owner: Dec
   }
 }
 
-async function emit(deps: ApprovalDeps, step: 'sign-in.approved' | 'sign-in.denied', requestId: string, context: EventContext) {
+/** Who the decided sign-in was for, as its event carries it. */
+async function decided(deps: ApprovalDeps, requestId: string) {
   const facts = await deps.store.approvals.request(requestId);
-  if (facts) deps.events.emit(step, { request_id: requestId, client_id: facts.client_id, agent_id: facts.agent_id, model: facts.model }, context);
+  return facts && { request_id: requestId, client_id: facts.client_id, agent_id: facts.agent_id, model: facts.model };
 }
 
 /** pending -> approved; approving again is harmless. */
@@ -84,7 +85,11 @@ export async function approve(
   if (signIn.status === 'error') throw new InvalidRequest('this sign-in has already been declined');
   if (signIn.approval !== 'pending') throw new InvalidRequest('this sign-in is not waiting for approval');
   await freshlyVerified(deps, requestId, owner, credential);
-  if (await deps.store.approvals.approve(requestId, owner.user_id)) return emit(deps, 'sign-in.approved', requestId, context);
+  if (await deps.store.approvals.approve(requestId, owner.user_id)) {
+    const facts = await decided(deps, requestId);
+    if (facts) deps.events.emit('sign-in.approved', facts, context);
+    return;
+  }
   // Lost a race: approved meanwhile (fine), or declined or expired (say so).
   const now = await decidable(deps, requestId, owner.user_id);
   if (now.approval !== 'approved') throw new InvalidRequest('this sign-in can no longer be approved');
@@ -95,7 +100,11 @@ export async function deny(deps: ApprovalDeps, requestId: string, owner: Decider
   const signIn = await decidable(deps, requestId, owner.user_id);
   if (signIn.status === 'error') return;
   if (signIn.approval !== 'pending') throw new InvalidRequest('this sign-in is not waiting for approval');
-  if (await deps.store.approvals.deny(requestId, owner.user_id)) return emit(deps, 'sign-in.denied', requestId, context);
+  if (await deps.store.approvals.deny(requestId, owner.user_id)) {
+    const facts = await decided(deps, requestId);
+    if (facts) deps.events.emit('sign-in.denied', { ...facts, by: 'owner' }, context);
+    return;
+  }
   const now = await decidable(deps, requestId, owner.user_id);
   if (now.status !== 'error') throw new InvalidRequest('this sign-in can no longer be declined');
 }

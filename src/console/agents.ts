@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
+import { recordAdminAction } from '../admin/resource.js';
 import { addAgentKey, deleteAgentKey, kidSchema, listAgentKeys } from '../agent-keys/registration.js';
 import { OAuthError } from '../errors.js';
 import { agentRecords } from '../tokens/revocation.js';
@@ -26,6 +27,7 @@ export default async function agentPages(app: FastifyInstance) {
     // Refused: the same page again, with the form as it was typed.
     if (!parsed.success) return list(request, reply.code(400), { problem: firstProblem(parsed.error), values: body });
     const created = await agents.create(parsed.data);
+    await recordAdminAction(app.services, 'agent', 'created', created.agent_id);
     return redirectWith(request, reply, `/console/agents/${created.agent_id}`, {
       notice: `Agent registered for ${created.email}.`,
       secret: { label: 'Agent secret', value: created.agent_secret },
@@ -88,7 +90,7 @@ export default async function agentPages(app: FastifyInstance) {
     }
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw new FormProblem('public key: a JWK is a JSON object', back);
     let kid = '';
-    await keyAction(back, async () => ({ kid } = await addAgentKey(app.services, id, jwk as Record<string, unknown>)));
+    await keyAction(back, async () => ({ kid } = await addAgentKey(app.services, { actor: 'admin' }, id, jwk as Record<string, unknown>)));
     return redirectWith(request, reply, back, { notice: `Key ${kid} added: the agent can sign in with it now.` });
   });
 
@@ -97,7 +99,7 @@ export default async function agentPages(app: FastifyInstance) {
     const back = `/console/agents/${id}`;
     const kid = kidSchema.safeParse((request.params as { kid: string }).kid);
     if (!kid.success) throw new FormProblem('unknown key', back);
-    await keyAction(back, () => deleteAgentKey(app.services, id, kid.data));
+    await keyAction(back, () => deleteAgentKey(app.services, { actor: 'admin' }, id, kid.data));
     return redirectWith(request, reply, back, { notice: `Key ${kid.data} deleted: assertions it signs are refused from now on.` });
   });
 
@@ -107,6 +109,7 @@ export default async function agentPages(app: FastifyInstance) {
     const enabled = form(request).secret_enabled === 'true';
     const patch = parseForm(agentPatch, { secret_enabled: enabled }, back);
     found(await agentRecords(app.services, { log: request.log }).update(id, patch), 'agent', id);
+    await recordAdminAction(app.services, 'agent', 'updated', id, { fields: ['secret_enabled'] });
     return redirectWith(request, reply, back, {
       notice: enabled
         ? 'Secret allowed again: the agent may sign in with its secret or a key.'

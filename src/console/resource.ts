@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import { found, revokeGrants } from '../admin/grants.js';
+import { recordAdminAction } from '../admin/resource.js';
 import { NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Services } from '../services.js';
@@ -75,6 +76,7 @@ export function resourceActions(options: ResourceActions) {
       const id = idParam(request, options.noun);
       const active = form(request).active === 'true';
       found(await records(request).update(id, parseForm(options.patch, { active }, back(id)) as never), options.noun, id);
+      await recordAdminAction(app.services, options.noun, 'updated', id, { fields: ['active'] });
       return redirectWith(request, reply, back(id), { notice: active ? options.notices.activated : options.notices.deactivated });
     });
 
@@ -83,6 +85,7 @@ export function resourceActions(options: ResourceActions) {
       // The form's checkbox, checked by default: a browser sends it only when it is still checked.
       const revokeGrants = form(request).revoke_grants === 'true';
       const rotated = found(await records(request).rotateSecret(id, revokeGrants), options.noun, id);
+      await recordAdminAction(app.services, options.noun, 'secret_rotated', id, { revoke_grants: revokeGrants });
       return redirectWith(request, reply, back(id), {
         notice: options.notices.rotated(revokeGrants),
         secret: { label: options.secretLabel, value: String(rotated[options.secretField]) },

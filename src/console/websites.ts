@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { checkLogoutUri, clientCreate, clientPatch } from '../admin/clients.js';
 import { found } from '../admin/grants.js';
+import { recordAdminAction } from '../admin/resource.js';
 import { InvalidRequest } from '../errors.js';
 import { clientRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
@@ -29,6 +30,7 @@ export default async function websitePages(app: FastifyInstance) {
     // Refused: the same page again, with the form as it was typed, so that nothing is typed twice.
     if (!parsed.success) return list(request, reply.code(400), { problem: firstProblem(parsed.error), values: body });
     const created = await clients.create(parsed.data);
+    await recordAdminAction(app.services, 'client', 'created', created.client_id);
     return redirectWith(request, reply, `/console/websites/${created.client_id}`, {
       notice: `Website “${created.name}” registered.`,
       secret: { label: 'Client secret', value: created.client_secret },
@@ -73,6 +75,7 @@ export default async function websitePages(app: FastifyInstance) {
       throw err instanceof InvalidRequest ? new FormProblem(err.description, back) : err;
     });
     found(await clients.update(id, patch), 'client', id);
+    await recordAdminAction(app.services, 'client', 'updated', id, { fields: Object.keys(patch) });
     return redirectWith(request, reply, back, { notice: 'Saved.' });
   });
 

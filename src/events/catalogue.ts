@@ -37,10 +37,13 @@ export interface EventPayloads {
   'sign-in.approved': AgentSignIn;
   /** The browser collected the code (authenticated -> completed). */
   'sign-in.completed': AgentSignIn;
-  /** The person pressed Deny on the approval page, or the agent's owner declined the sign-in. */
-  'sign-in.denied': AgentSignIn;
-  /** A sign-in ran out of time; emitted once, by whoever noticed and recorded it (a read, or the purge). */
-  'sign-in.expired': SignIn & { agent_id: string | null; model: string | null };
+  /** The person pressed Deny on the approval page (`by: person`), or the agent's owner declined the sign-in (`by: owner`). */
+  'sign-in.denied': AgentSignIn & { by: 'person' | 'owner' };
+  /**
+   * A sign-in ran out of time; emitted once, by whoever noticed and recorded it (a read, or the purge).
+   * `awaiting_owner`: it was still waiting for its owner's approval.
+   */
+  'sign-in.expired': SignIn & { agent_id: string | null; model: string | null; awaiting_owner: boolean };
   /** An agent's authentication was refused; `reason` is for the audit log only, never the caller. */
   'agent.authentication_failed': { request_id: string; agent_id: string; model: string; reason: string };
   /** A code was exchanged: the grant and its first tokens exist. */

@@ -37,7 +37,7 @@ export interface SignInDeps {
 function noticeExpiry({ events }: SignInDeps, state: SignInState, context: EventContext) {
   if (!state.newly_expired) return;
   const { id: request_id, client_id, agent_id, model } = state;
-  events.emit('sign-in.expired', { request_id, client_id, agent_id, model }, context);
+  events.emit('sign-in.expired', { request_id, client_id, agent_id, model, awaiting_owner: state.approval === 'pending' }, context);
 }
 
 /**
@@ -73,7 +73,8 @@ const authenticatedAnswer = (requestId: string, signIn: AuthenticatedSignIn) => 
   client_id: signIn.client_id,
   client_name: signIn.client_name,
   redirect_origin: redirectOrigin(signIn.redirect_uri),
-  ...(signIn.approval ? { approval: signIn.approval } : {}),
+  // A denied sign-in has ended: it is answered with access_denied, never this.
+  ...(signIn.approval === 'pending' || signIn.approval === 'approved' ? { approval: signIn.approval } : {}),
 });
 
 /**
@@ -202,17 +203,8 @@ export async function loadBrowserSignIn(
   return { details, requestId, secret };
 }
 
-/** A sign-in ended in its browser: the step is emitted (the caller drops the browser's cookie). */
-function endedInBrowser(
-  { events }: SignInDeps,
-  step: 'sign-in.completed' | 'sign-in.denied',
-  requestId: string,
-  ended: EndedSignIn,
-  context: EventContext,
-) {
-  const { client_id, agent_id, model } = ended;
-  events.emit(step, { request_id: requestId, client_id, agent_id, model }, context);
-}
+/** Who a sign-in that ended in its browser was for, as its event carries it (the caller drops the browser's cookie). */
+const endedFacts = (requestId: string, { client_id, agent_id, model }: EndedSignIn) => ({ request_id: requestId, client_id, agent_id, model });
 
 /**
  * authenticated -> completed: issues the code for this browser's sign-in and returns the website's
@@ -227,7 +219,7 @@ export async function tryComplete(deps: SignInDeps, { requestId, secret }: Brows
   if (!done) return undefined;
   // The sign-in completed once; a retry is not a second completion.
   if (done.again) context.log.info({ request_id: requestId }, 'sign-in completed again by its browser: its undelivered code replaced');
-  else endedInBrowser(deps, 'sign-in.completed', requestId, done, context);
+  else deps.events.emit('sign-in.completed', endedFacts(requestId, done), context);
   return redirectToClient(done.redirect_uri, { code: done.code, state: done.state, iss: config.issuer });
 }
 
@@ -244,7 +236,7 @@ export async function deny(deps: SignInDeps, { requestId, secret }: BrowserStep,
   const { config, store } = deps;
   const denied = await store.signIns.deny(requestId, bindingHash(secret));
   if (!denied) throw new InvalidRequest('this sign-in can no longer be answered; start again from the website');
-  endedInBrowser(deps, 'sign-in.denied', requestId, denied, context);
+  deps.events.emit('sign-in.denied', { ...endedFacts(requestId, denied), by: 'person' }, context);
   return redirectToClient(denied.redirect_uri, {
     error: SIGN_IN_ERRORS.accessDenied,
     error_description: 'the user denied the sign-in',

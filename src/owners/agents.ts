@@ -15,6 +15,11 @@ export interface OwnerAgentDeps {
 // Another owner's agent is answered exactly like one that does not exist.
 const noSuchAgent = (agentId: string) => new NotFound(`no agent with id ${agentId}`);
 
+/** Checks that the agent is the owner's; NotFound otherwise, as for an agent that does not exist. */
+export async function ownAgent(deps: Pick<OwnerAgentDeps, 'store'>, userId: string, agentId: string): Promise<void> {
+  if (!(await deps.store.ownerAgents.get(userId, agentId))) throw noSuchAgent(agentId);
+}
+
 /** The owner's agents, each with the websites it holds a live grant with. */
 export async function listAgents(deps: Pick<OwnerAgentDeps, 'store'>, userId: string) {
   const [agents, websites] = await Promise.all([deps.store.ownerAgents.list(userId), deps.store.ownerAgents.websites(userId)]);
@@ -41,7 +46,7 @@ export async function updateAgent(
   patch: { name?: string | null; active?: boolean; approval_policy?: ApprovalPolicy | null },
   context: EventContext,
 ) {
-  if (!(await deps.store.ownerAgents.get(userId, agentId))) throw noSuchAgent(agentId);
+  await ownAgent(deps, userId, agentId);
   // Name and status as the operators change them: a deactivation ends the agent's grants (grant.ended).
   const { approval_policy: approvalPolicy, ...record } = patch;
   if (Object.keys(record).length > 0) await agentRecords(deps, context).update(agentId, record);
@@ -62,13 +67,14 @@ export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, ag
 
 /** Deleting an agent ends its grants (grant.ended) and takes its sign-ins along, as when an operator does it. */
 export async function deleteAgent(deps: OwnerAgentDeps, userId: string, agentId: string, context: EventContext) {
-  if (!(await deps.store.ownerAgents.get(userId, agentId)) || !(await agentRecords(deps, context).remove(agentId))) throw noSuchAgent(agentId);
+  await ownAgent(deps, userId, agentId);
+  if (!(await agentRecords(deps, context).remove(agentId))) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_deleted', userId, agentId });
 }
 
 /** Ends the agent's grants with one website, and its sign-ins there in flight, on every instance at once. */
 export async function revokeWebsite(deps: OwnerAgentDeps, userId: string, agentId: string, clientId: string, context: EventContext) {
-  if (!(await deps.store.ownerAgents.get(userId, agentId))) throw noSuchAgent(agentId);
+  await ownAgent(deps, userId, agentId);
   await revokeAtLevel(deps, 'website', [agentId, clientId], context, 'owner');
 }
 

@@ -11,9 +11,11 @@ import { errorResponses, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 const statusSchema = z.object({
   status: z.enum(SIGN_IN_STATUSES),
   approval: z
-    .enum(['pending', 'approved'])
+    .enum(['pending', 'approved', 'denied'])
     .optional()
-    .describe("with status authenticated, when the agent's owner must approve the sign-in: pending until they approve"),
+    .describe(
+      "with status authenticated, when the agent's owner must approve the sign-in: pending until they approve; with status error (access_denied): denied, the owner declined it",
+    ),
   error: z.string().optional().describe('with status error: request_expired or access_denied'),
   error_description: z.string().optional(),
 });

@@ -81,7 +81,7 @@ export function createApprovalStore(db: Db) {
     /** authenticated -> error (access_denied); false when the sign-in was no longer waiting for this owner. */
     async deny(requestId: string, userId: string): Promise<boolean> {
       const { rowCount } = await db.query(
-        `UPDATE auth_requests r SET status = 'error', error = 'access_denied', completed_at = now() WHERE r.id = $1 AND ${OWNED} AND ${WAITING}`,
+        `UPDATE auth_requests r SET status = 'error', error = 'access_denied', approval = 'denied', completed_at = now() WHERE r.id = $1 AND ${OWNED} AND ${WAITING}`,
         [requestId, userId],
       );
       return rowCount === 1;

@@ -19,6 +19,8 @@ export const AUDIT_EVENTS = [
   'agent_updated',
   'agent_secret_rotated',
   'agent_deleted',
+  'agent_key_added',
+  'agent_key_deleted',
   'client_created',
   'client_updated',
   'client_secret_rotated',

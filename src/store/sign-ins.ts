@@ -21,13 +21,13 @@ export interface SignInState {
   redirect_uri: string;
   state: string;
   expires_at: Date;
-  /** The owner's approval: waited for ('pending'), given ('approved'), or not asked (null). */
+  /** The owner's approval: waited for ('pending'), given ('approved'), refused ('denied', the sign-in ended), or not asked (null). */
   approval: Approval | null;
   /** Shown on the waiting page and to the owner while approval is asked. */
   match_code: string | null;
 }
 
-export type Approval = 'pending' | 'approved';
+export type Approval = 'pending' | 'approved' | 'denied';
 
 /** What the approval page shows: who signs in, with which model, what is shared with whom. */
 export interface SignInDetails extends SignInState {
@@ -80,6 +80,8 @@ export interface ExpiredSignIn {
   client_id: string;
   agent_id: string | null;
   model: string | null;
+  /** It was still waiting for its owner's approval. */
+  awaiting_owner: boolean;
 }
 
 /**
@@ -141,7 +143,7 @@ export function createSignInStore(db: Db) {
       const { rows } = await db.query<ExpiredSignIn>(
         `UPDATE auth_requests r SET ${RECORD_EXPIRY}
          WHERE r.id = ANY(ARRAY(SELECT o.id FROM auth_requests o WHERE ${overdue('o')} LIMIT $1)) AND ${overdue('r')}
-         RETURNING r.id AS request_id, r.client_id, r.agent_id, r.model`,
+         RETURNING r.id AS request_id, r.client_id, r.agent_id, r.model, r.approval IS NOT DISTINCT FROM 'pending' AS awaiting_owner`,
         [limit],
       );
       return rows;

@@ -188,6 +188,45 @@ describe(`owners sign in by email link (${storeName})`, () => {
     }
   });
 
+  it('shares sessions between two instances over one database: made on A, used on B, signed out on A ends on B at once', async () => {
+    const email = fresh();
+    const b = await startSecondInstance(server);
+    try {
+      // A link mailed by A works on B, and the session it makes works on A.
+      const fromB = await useLink(b.app, await mailedLink(server.app, smtp, email));
+      expect(fromB.statusCode).toBe(303);
+      const madeOnB = cookiesOf(fromB);
+      expect((await server.app.inject({ url: '/account/api/me', headers: { cookie: madeOnB } })).json().email).toBe(email);
+
+      const onA = await signInOwner(server.app, smtp, email);
+      expect((await onA.call('GET', '/account/api/me', undefined, b.app)).json()).toMatchObject({ email, email_verified: true });
+      // What the owner does on B, A sees.
+      const created = await onA.call('POST', '/account/api/agents', { name: 'Made on B' }, b.app);
+      expect(created.statusCode).toBe(201);
+      const listed = (await onA.call('GET', '/account/api/agents')).json().agents;
+      expect(listed.map((a: { agent_id: string }) => a.agent_id)).toContain(created.json().agent_id);
+
+      expect((await onA.call('POST', '/account/sign-out')).statusCode).toBe(204);
+      // No wait: a session is its row, and every instance reads it on every request.
+      const after = await onA.call('GET', '/account/api/me', undefined, b.app);
+      expect(after.statusCode).toBe(401);
+      expect(after.json().error).toBe('login_required');
+      expect((await onA.call('POST', '/account/api/agents', { name: 'x' }, b.app)).statusCode).toBe(401);
+      // The other session lives on, on both, until the owner signs out everywhere, here on B.
+      expect((await server.app.inject({ url: '/account/api/me', headers: { cookie: madeOnB } })).statusCode).toBe(200);
+      const everywhere = await b.app.inject({
+        method: 'POST',
+        url: '/account/sign-out',
+        headers: { cookie: madeOnB, 'content-type': 'application/json', origin: ISSUER },
+        payload: JSON.stringify({ everywhere: true }),
+      });
+      expect(everywhere.statusCode).toBe(204);
+      expect((await server.app.inject({ url: '/account/api/me', headers: { cookie: madeOnB } })).statusCode).toBe(401);
+    } finally {
+      await b.close();
+    }
+  });
+
   it('signs out from the portal’s form only with its token', async () => {
     const owner = await signInOwner(server.app, smtp, fresh());
     const home = await server.app.inject({ url: '/account', headers: { cookie: owner.cookie } });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { purgeExpired } from '../../src/jobs/purge.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, authenticatedAnswer, checkStatus, completeInBrowser, setRequestExpiry, startAuthorize } from '../helpers/flow.js';
 import { signInOwner } from '../helpers/owner.js';
@@ -129,11 +130,24 @@ describe(`owner approval of agents' sign-ins (${storeName})`, () => {
     const auth = await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
     expect(auth.json().approval).toBe('pending');
 
-    // The agent's own policy (set by its owner) wins over the owner's: never here.
-    await server.services.db.query(`UPDATE agents SET approval_policy = 'never' WHERE id = $1`, [agent.agent_id]);
-    const started2 = await startAuthorize(server, other);
-    const auth2 = await agentAuthenticate(server, { request_id: started2.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
-    expect(auth2.json().approval).toBeUndefined();
+    // The agent's own policy, set by its owner, wins over the owner's: never here; null goes back to the owner's.
+    const setPolicy = async (policy: string | null) => {
+      const res = await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { approval_policy: policy });
+      expect(res.statusCode).toBe(200);
+      expect(res.json().approval_policy).toBe(policy);
+    };
+    const approvalAt = async (website: typeof other) => {
+      const { requestId } = await startAuthorize(server, website);
+      return (await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })).json().approval;
+    };
+    await setPolicy('never');
+    expect(await approvalAt(other)).toBeUndefined();
+    // always: even the website it holds a live grant with asks again.
+    await setPolicy('always');
+    expect(await approvalAt(client)).toBe('pending');
+    await setPolicy(null);
+    expect(await approvalAt(client)).toBeUndefined();
+    expect(await approvalAt(other)).toBe('pending');
   });
 
   it('deny ends the sign-in as access_denied everywhere: check-status, authenticate, the page', async () => {
@@ -142,10 +156,25 @@ describe(`owner approval of agents' sign-ins (${storeName})`, () => {
     const denied = await decide(owner, signIn.requestId, { decision: 'deny' });
     expect(denied.statusCode).toBe(200);
     expect((await decide(owner, signIn.requestId, { decision: 'deny' })).statusCode).toBe(200);
-    expect((await checkStatus(server, signIn.requestId)).json()).toMatchObject({ status: 'error', error: 'access_denied' });
+    // The answer tells the owner's denial from any other access_denied.
+    expect((await checkStatus(server, signIn.requestId)).json()).toEqual({
+      status: 'error',
+      error: 'access_denied',
+      error_description: "the agent's owner denied this sign-in",
+      approval: 'denied',
+    });
     const again = await agentAuthenticate(server, { request_id: signIn.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
     expect(again.statusCode).toBe(403);
-    expect(again.json().error).toBe('access_denied');
+    expect(again.json()).toEqual({ error: 'access_denied', error_description: "the agent's owner denied this sign-in" });
+    // One denial in the audit log, no approval; then the refused authentication.
+    const rows = await server.services.store.auditLog.list({ requestId: signIn.requestId, limit: 10 });
+    expect(rows.map((r) => [r.event, r.reason]).reverse()).toEqual([
+      ['authorize_started', null],
+      ['agent_authenticated', null],
+      ['approval_requested', null],
+      ['denied', 'access_denied'],
+      ['agent_authentication_failed', 'request_denied'],
+    ]);
     const page = await completeInBrowser(server, signIn.requestId, signIn.cookie);
     expect(page.res.statusCode).toBe(400);
     expect(page.res.body).toContain('access_denied');
@@ -329,6 +358,44 @@ describe(`owner approval of agents' sign-ins (${storeName})`, () => {
       payload: '{}',
     });
     expect(foreign.statusCode).toBe(403);
+  });
+
+  it('counts approvals requested, approved, denied by the owner and expired in /metrics on the admin listener', async () => {
+    const scrape = async () => {
+      const res = await server.admin.inject({ url: '/metrics' });
+      expect(res.statusCode).toBe(200);
+      expect(res.body).toContain('# TYPE agent_auth_owner_approvals_total counter');
+      const count = (outcome: string) =>
+        Number(new RegExp(`^agent_auth_owner_approvals_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(res.body)?.[1] ?? 0);
+      return { requested: count('requested'), approved: count('approved'), denied: count('denied'), expired: count('expired') };
+    };
+    const purge = () => purgeExpired(server.services, { auditRetentionDays: 365, auditRetentionWithoutAgentDays: 365, log: server.app.log });
+    // Earlier tests' overdue sign-ins are recorded first, so that only this test's count.
+    await purge();
+    const before = await scrape();
+    const { agent, owner } = await ownerWithAgent('always');
+    const approved = await authenticatedSignIn(agent);
+    expect((await decide(owner, approved.requestId, { decision: 'approve' })).statusCode).toBe(200);
+    const denied = await authenticatedSignIn(agent);
+    expect((await decide(owner, denied.requestId, { decision: 'deny' })).statusCode).toBe(200);
+    // Expired while waiting, noticed by a read; and one nobody looks at, recorded by the purge.
+    const expired = await authenticatedSignIn(agent);
+    await setRequestExpiry(server, expired.requestId, -1);
+    expect((await checkStatus(server, expired.requestId)).json()).toMatchObject({ error: 'request_expired' });
+    const purged = await authenticatedSignIn(agent);
+    await setRequestExpiry(server, purged.requestId, -1);
+    await purge();
+    // An approved sign-in that expires later did not expire waiting: not counted.
+    await setRequestExpiry(server, approved.requestId, -1);
+    await checkStatus(server, approved.requestId);
+
+    const after = await scrape();
+    expect({
+      requested: after.requested - before.requested,
+      approved: after.approved - before.approved,
+      denied: after.denied - before.denied,
+      expired: after.expired - before.expired,
+    }).toEqual({ requested: 4, approved: 1, denied: 1, expired: 2 });
   });
 
   it('works across instances: the sign-in waits on A, the owner approves on B, A’s long poll wakes and the code follows', async () => {

@@ -235,6 +235,13 @@ describe(`the operators' console (${storeName})`, () => {
     // Without the form token, nothing changes.
     expect((await op.post(`${page}/keys`, { jwk: JSON.stringify(jwk) }, null)).statusCode).toBe(403);
     expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys).toEqual([]);
+    const keyRows = (await server.adminCall('GET', `/admin/audit?agent_id=${agent.agent_id}`)).json.events.filter((e: { event: string }) =>
+      e.event.startsWith('agent_key_'),
+    );
+    expect(keyRows.map((e: { event: string; actor: string }) => [e.event, e.actor])).toEqual([
+      ['agent_key_deleted', 'admin'],
+      ['agent_key_added', 'admin'],
+    ]);
   });
 
   it('lists every user on the Users page, each leading to their agents and sign-ins', async () => {
@@ -347,6 +354,43 @@ describe(`the operators' console (${storeName})`, () => {
     const user = await op.get(`/console/users?email=${encodeURIComponent(agent.email)}`);
     expect(user.body).toContain(agent.agent_id);
     expect(user.body).toContain(client.client_id);
+  });
+
+  it('records what the operator changes here in the audit log as the admin’s, and shows who acted', async () => {
+    const op = await operator(server);
+    const created = await op.post('/console/agents', { email: 'console-audit@example.com', name: 'Audited' });
+    const agentId = /\/console\/agents\/([\w-]+)/.exec(String(created.headers.location))![1];
+    await op.post(`/console/agents/${agentId}/active`, { active: 'false' });
+    await op.post(`/console/agents/${agentId}/secret`, {});
+    await op.post(`/console/agents/${agentId}/secret-enabled`, { secret_enabled: 'false' });
+    const site = await op.post('/console/websites', { name: 'Audited shop', redirect_uris: 'https://audited.example/cb' });
+    const clientId = /\/console\/websites\/([\w-]+)/.exec(String(site.headers.location))![1];
+    await op.post(`/console/websites/${clientId}`, { name: 'Audited shop 2', redirect_uris: 'https://audited.example/cb' });
+
+    const rows = async (query: string) =>
+      (await server.adminCall('GET', `/admin/audit?${query}`)).json.events.map((e: { event: string; actor: string; detail: unknown }) => [
+        e.event,
+        e.actor,
+        e.detail,
+      ]);
+    expect(await rows(`agent_id=${agentId}`)).toEqual([
+      ['agent_updated', 'admin', { fields: ['secret_enabled'] }],
+      ['agent_secret_rotated', 'admin', null],
+      ['agent_updated', 'admin', { fields: ['active'] }],
+      ['agent_created', 'admin', null],
+    ]);
+    expect(await rows(`client_id=${clientId}`)).toEqual([
+      ['client_updated', 'admin', { fields: ['name', 'redirect_uris'] }],
+      ['client_created', 'admin', null],
+    ]);
+
+    // The audit page says who acted: the admin here, nobody for a sign-in's own steps.
+    const page = (await op.get(`/console/audit?agent_id=${agentId}&event=agent_updated`)).body;
+    expect(page).toContain('<th scope="col">By</th>');
+    expect(page.match(/<td data-label="By">admin<\/td>/g)).toHaveLength(2);
+    const { agent } = await signInToCode(server);
+    const steps = (await op.get(`/console/audit?agent_id=${agent.agent_id}&event=completed`)).body;
+    expect(steps).toContain('<td data-label="By"></td>');
   });
 
   it('answers unknown records and pages with a 404 page, and bad audit filters with the reason', async () => {

@@ -16,8 +16,6 @@ from typing import Any, Dict, Generator, Optional, Tuple, Union
 from urllib.parse import urlencode, urlsplit
 
 from .errors import (
-    AccessDeniedError,
-    OwnerDeniedError,
     AgentAuthError,
     AgentAuthTimeoutError,
     PossibleHijackError,
@@ -236,11 +234,8 @@ def wait_flow(
             # Time the server held the poll counts towards the interval: after a long poll, ask again at once.
             delay = max(0.0, delay - (time.monotonic() - started))
             if state.get("status") == "error":
-                failure = error_from_body(state, 200)
-                # The same access_denied as a person's Deny; having seen the approval pending tells the two apart.
-                if isinstance(failure, AccessDeniedError) and last_approval == "pending":
-                    raise OwnerDeniedError(failure.code, failure.description, failure.status)
-                raise failure
+                # An owner's denial is told by the answer itself (approval "denied"): OwnerDeniedError.
+                raise error_from_body(state, 200)
             last_status = state.get("status")
             approval = state.get("approval")
             if approval == "pending" and last_approval != "pending":
@@ -311,6 +306,7 @@ def sign_in_flow(
     backoff: bool,
     until: str,
     request_timeout: float,
+    approval_timeout: float = OWNER_APPROVAL_TIMEOUT,
 ) -> Flow:
     """The whole sign-in for a browser the agent drives; see AgentAuthClient.sign_in."""
     request_id = yield from read_request_id_flow(page, origin_of(base_url), page_timeout, 0.25)
@@ -326,5 +322,5 @@ def sign_in_flow(
         except RequestAlreadyAuthenticatedError as err:
             # This agent's own repeat is answered 200: a 409 on its own page means someone else came first.
             raise PossibleHijackError(request_id, err) from err
-    state = yield from wait_flow(request_id, max(deadline - time.monotonic(), 0.0), interval, backoff, 30.0, until, True)
+    state = yield from wait_flow(request_id, max(deadline - time.monotonic(), 0.0), interval, backoff, 30.0, until, True, approval_timeout)
     return {**authenticated, **state, "request_id": request_id}

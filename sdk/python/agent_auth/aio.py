@@ -64,9 +64,10 @@ class AsyncAgentAuthClient(_ClientBase):
         interval: float = 1.0,
         backoff: bool = False,
         until: str = "completed",
+        approval_timeout: float = OWNER_APPROVAL_TIMEOUT,
     ) -> JsonObject:
         flow = sign_in_flow(
-            self._credentials, self.base_url, page, expected_website, timeout, page_timeout, interval, backoff, until, self._request_timeout
+            self._credentials, self.base_url, page, expected_website, timeout, page_timeout, interval, backoff, until, self._request_timeout, approval_timeout
         )
         return await self._run(flow, page)
 

@@ -130,14 +130,17 @@ class AgentAuthClient(_ClientBase):
         interval: float = 1.0,
         backoff: bool = False,
         until: str = "completed",
+        approval_timeout: float = OWNER_APPROVAL_TIMEOUT,
     ) -> JsonObject:
         """The whole sign-in for a browser this agent drives (a Playwright-for-Python-like ``page``
         with ``url`` and ``evaluate`` or ``content``): reads the request id from the authorization
         page, only on this server's origin; authenticates; checks the sign-in is for
         ``expected_website`` (an origin such as ``https://shop.example``) when given; waits for the
-        browser to receive the code. Returns the authenticate body merged with the final status."""
+        browser to receive the code, through the owner's approval when it is asked (at least
+        ``approval_timeout`` seconds from then; a denial raises OwnerDeniedError). Returns the
+        authenticate body merged with the final status."""
         flow = sign_in_flow(
-            self._credentials, self.base_url, page, expected_website, timeout, page_timeout, interval, backoff, until, self._request_timeout
+            self._credentials, self.base_url, page, expected_website, timeout, page_timeout, interval, backoff, until, self._request_timeout, approval_timeout
         )
         return self._run(flow, page)
 

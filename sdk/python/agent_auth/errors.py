@@ -58,7 +58,8 @@ class AccessDeniedError(AgentAuthError):
 
 
 class OwnerDeniedError(AccessDeniedError):
-    """The agent's owner declined this sign-in on the approvals page; an AccessDeniedError, so old handlers still catch it."""
+    """The agent's owner declined this sign-in (check-status says ``approval: "denied"``); an AccessDeniedError,
+    so old handlers still catch it."""
 
 
 class WrongWebsiteError(AgentAuthError):
@@ -101,4 +102,7 @@ def error_from_body(body: Mapping[str, Any], status: Optional[int] = None, retry
     description = description if isinstance(description, str) else f"request failed ({code})"
     if status == 429 or code == "rate_limited":
         return RateLimitedError(code, description, status or 429, retry_after)
+    # check-status says which access_denied is the owner's: approval "denied".
+    if code == "access_denied" and body.get("approval") == "denied":
+        return OwnerDeniedError(code, description, status)
     return _BY_CODE.get(code, AgentAuthError)(code, description, status)

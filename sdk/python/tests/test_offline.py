@@ -157,7 +157,13 @@ class OwnerApprovalTest(unittest.TestCase):
         self.assertIn("last_approval=pending", AwaitingOwner.queries[-1])
 
     def test_the_owners_denial_is_owner_denied_error_an_access_denied_error(self) -> None:
-        client = self.client({"status": "error", "error": "access_denied", "error_description": "this sign-in was denied"})
+        denied = {"status": "error", "error": "access_denied", "error_description": "the agent's owner denied this sign-in"}
+        client = self.client({**denied, "approval": "denied"})
         with self.assertRaises(OwnerDeniedError) as caught:
             client.wait_for_completion("req_x", timeout=0.01, interval=0.05, approval_timeout=20)
         self.assertIsInstance(caught.exception, AccessDeniedError)
+        # Any other access_denied (a kill switch while waiting, say) stays an AccessDeniedError.
+        client = self.client({**denied, "error_description": "this sign-in was denied"})
+        with self.assertRaises(AccessDeniedError) as other:
+            client.wait_for_completion("req_x", timeout=0.01, interval=0.05, approval_timeout=20)
+        self.assertNotIsInstance(other.exception, OwnerDeniedError)

@@ -1,9 +1,7 @@
 import { type AssertionKey, type AssertionSigner, createAssertion, keyFromPrivateKey, type PrivateKeyInput } from './assertion.js';
 import {
-  AccessDeniedError,
   AgentAuthError,
   errorFromBody,
-  OwnerDeniedError,
   PossibleHijackError,
   RateLimitedError,
   RequestAlreadyAuthenticatedError,
@@ -47,7 +45,9 @@ export type AgentAuthClientOptions = CommonOptions &
 export type Approval = 'pending' | 'approved';
 
 export type RequestStatus =
-  { status: Exclude<SignInStatus, 'error'>; approval?: Approval } | { status: 'error'; error: string; error_description: string };
+  | { status: Exclude<SignInStatus, 'error'>; approval?: Approval }
+  /** approval `denied`: the agent's owner declined the sign-in. */
+  | { status: 'error'; error: string; error_description: string; approval?: 'denied' };
 
 /** What a wait reports through `onStatus`: the request's status, or that it waits for its agent's owner to approve it. */
 export type WaitStatus = Exclude<SignInStatus, 'error'> | 'waiting_for_owner_approval';
@@ -243,11 +243,8 @@ export class AgentAuthClient {
         });
         // Time the server held the poll counts towards the interval: after a long poll, ask again at once.
         delay = Math.max(0, delay - (Date.now() - started));
-        if (state.status === 'error') {
-          const err = errorFromBody(state, 200);
-          // The same access_denied as a person's Deny; having seen the approval pending tells the two apart.
-          throw err instanceof AccessDeniedError && lastApproval === 'pending' ? new OwnerDeniedError(err.code, err.description, err.status) : err;
-        }
+        // An owner's denial is told by the answer itself (approval "denied"): OwnerDeniedError.
+        if (state.status === 'error') throw errorFromBody(state, 200);
         lastStatus = state.status;
         if (state.approval === 'pending' && lastApproval !== 'pending') deadline = Math.max(deadline, Date.now() + approvalTimeoutMs);
         lastApproval = state.approval ?? lastApproval;

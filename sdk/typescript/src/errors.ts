@@ -26,7 +26,7 @@ export class RequestNotFoundError extends AgentAuthError {}
 export class RequestExpiredError extends AgentAuthError {}
 export class RequestAlreadyAuthenticatedError extends AgentAuthError {}
 export class AccessDeniedError extends AgentAuthError {}
-/** The agent's owner declined this sign-in on the approvals page; an AccessDeniedError, so old handlers still catch it. */
+/** The agent's owner declined this sign-in (check-status says `approval: "denied"`); an AccessDeniedError, so old handlers still catch it. */
 export class OwnerDeniedError extends AccessDeniedError {}
 /** The sign-in is for another website than the agent expected (`expectedWebsite`); the server left it untouched. */
 export class WrongWebsiteError extends AgentAuthError {}
@@ -80,10 +80,16 @@ const byCode: Partial<Record<string, new (code: string, description: string, sta
 };
 
 /** The error for one failure body; unknown codes keep the base class. */
-export function errorFromBody(body: { error?: unknown; error_description?: unknown }, status?: number, retryAfter?: number): AgentAuthError {
+export function errorFromBody(
+  body: { error?: unknown; error_description?: unknown; approval?: unknown },
+  status?: number,
+  retryAfter?: number,
+): AgentAuthError {
   const code = typeof body.error === 'string' ? body.error : SIGN_IN_ERRORS.serverError;
   const description = typeof body.error_description === 'string' ? body.error_description : `request failed (${code})`;
   if (status === 429 || code === SIGN_IN_ERRORS.rateLimited) return new RateLimitedError(code, description, status ?? 429, retryAfter);
+  // check-status says which access_denied is the owner's: approval "denied".
+  if (code === SIGN_IN_ERRORS.accessDenied && body.approval === 'denied') return new OwnerDeniedError(code, description, status);
   const Type = byCode[code] ?? AgentAuthError;
   return new Type(code, description, status);
 }

@@ -1,0 +1,82 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { addAgentKey, addedKeyView, deleteAgentKey, keyView, kidSchema, listAgentKeys, newKeyBody } from '../agent-keys/registration.js';
+import { ownAgent } from '../owners/agents.js';
+import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
+import { signedInOwner } from './guards.js';
+import { OWNER_API_ERRORS } from './responses.js';
+
+const agentParams = z.object({ id: z.string().min(1).max(200) });
+const NOT_FOUND = 'not_found: no such agent of this owner (another owner’s agent is not found either)';
+const errors = (more: Record<number, string>) => ({ ...OWNER_API_ERRORS, ...errorResponses({ ...more, 503: UNAVAILABLE }) });
+
+/**
+ * The owner's keys for their agents (docs/protocol.md, "Owners"): the admin API's rules and answers
+ * (src/agent-keys/registration.ts), for the owner's own agents only, in the audit log as the owner's.
+ */
+export default async function agentKeyRoutes(fastify: FastifyInstance) {
+  const app = fastify.withTypeProvider<ZodTypeProvider>();
+  const services = app.services;
+  /** The owner of the request, as the actor, once the agent is found to be theirs. */
+  const owning = async (request: FastifyRequest, agentId: string) => {
+    const { user_id: userId } = signedInOwner(request);
+    await ownAgent(services, userId, agentId);
+    return { actor: 'owner' as const, userId };
+  };
+
+  app.post(
+    '/account/api/agents/:id/keys',
+    {
+      schema: {
+        tags: ['owner'],
+        description: 'Registers a public key (Ed25519 or P-256 JWK) the agent may sign its assertions with.',
+        params: agentParams,
+        body: newKeyBody,
+        response: {
+          201: addedKeyView,
+          ...errors({
+            400: 'invalid_request: not a public Ed25519 or P-256 JWK (a private member is refused), or the agent holds enough keys',
+            404: NOT_FOUND,
+            409: 'key_exists: the agent holds a key with this kid',
+            ...BODY_REFUSED,
+          }),
+        },
+      },
+    },
+    async (request, reply) =>
+      reply.code(201).send(await addAgentKey(services, await owning(request, request.params.id), request.params.id, request.body.jwk)),
+  );
+
+  app.get(
+    '/account/api/agents/:id/keys',
+    {
+      schema: {
+        tags: ['owner'],
+        description: 'The agent’s public keys, with when each last signed an accepted assertion.',
+        params: agentParams,
+        response: { 200: z.object({ keys: z.array(keyView) }), ...errors({ 404: NOT_FOUND }) },
+      },
+    },
+    async (request) => {
+      await owning(request, request.params.id);
+      return { keys: await listAgentKeys(services, request.params.id) };
+    },
+  );
+
+  app.delete(
+    '/account/api/agents/:id/keys/:kid',
+    {
+      schema: {
+        tags: ['owner'],
+        description: 'Deletes a key: assertions it signs are refused from now on, on every instance.',
+        params: agentParams.extend({ kid: kidSchema }),
+        response: { 204: noBody('Deleted'), ...errors({ 404: `${NOT_FOUND}; or no key with that kid` }) },
+      },
+    },
+    async (request, reply) => {
+      await deleteAgentKey(services, await owning(request, request.params.id), request.params.id, request.params.kid);
+      return reply.code(204).send(null);
+    },
+  );
+}
