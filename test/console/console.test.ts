@@ -375,7 +375,7 @@ describe(`the operators' console (${storeName})`, () => {
       ]);
     expect(await rows(`agent_id=${agentId}`)).toEqual([
       ['agent_updated', 'admin', { fields: ['secret_enabled'] }],
-      ['agent_secret_rotated', 'admin', null],
+      ['agent_secret_rotated', 'admin', { revoke_grants: false }],
       ['agent_updated', 'admin', { fields: ['active'] }],
       ['agent_created', 'admin', null],
     ]);
