@@ -112,7 +112,8 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
   });
 
   it('adds a pasted public key and removes it; rotation signs the agent out of websites only with the box checked', async () => {
-    const keys = async () => (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys as { kid: string; jwk: { x: string } }[];
+    const keys = async () =>
+      (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys as { kid: string; jwk: { x: string } }[];
     const pair = generateKeyPairSync('ed25519');
     const jwk = pair.publicKey.export({ format: 'jwk' });
     await page.goto(`${issuer}/account/agents/${agent.agent_id}`);

@@ -128,7 +128,9 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect(none).toContain(`agent-auth agents keys add ${alice.agent.agent_id} --generate`);
     expect(none).not.toContain('key-only');
     // Rotation signs the agent out everywhere unless the owner unchecks the box.
-    expect(none).toMatch(/<input type="checkbox" name="revoke_grants" checked data-notice-unchecked="[^"]+"> Also sign this agent out of every website now/);
+    expect(none).toMatch(
+      /<input type="checkbox" name="revoke_grants" checked data-notice-unchecked="[^"]+"> Also sign this agent out of every website now/,
+    );
 
     const added = await alice.owner.call('POST', keysOf(alice), { jwk: publicJwk() });
     expect(added.statusCode).toBe(201);
@@ -144,7 +146,11 @@ describe(`the owners' portal pages (${storeName})`, () => {
     ] as const) {
       const { kid } = key.json() as { kid: string };
       const row = listed.slice(listed.indexOf(`<tr data-kid="${kid}">`));
-      expect(row, kid).toMatch(new RegExp(`^<tr data-kid="${kid}">\\s*<td data-label="Key id"><code class="token">${kid}</code></td>\\s*<td data-label="Algorithm">${alg}</td>`));
+      expect(row, kid).toMatch(
+        new RegExp(
+          `^<tr data-kid="${kid}">\\s*<td data-label="Key id"><code class="token">${kid}</code></td>\\s*<td data-label="Algorithm">${alg}</td>`,
+        ),
+      );
       expect(row, kid).toContain(`<summary aria-label="Remove key ${kid}…">Remove…</summary>`);
       expect(row, kid).toContain(`data-api="${keysOf(alice)}/${kid}" data-method="DELETE"`);
     }
