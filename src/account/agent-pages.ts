@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { listAgentKeys } from '../agent-keys/registration.js';
 import { NotFound } from '../errors.js';
 import { ownAgent } from '../owners/agents.js';
 import { renderAccount } from './render.js';
@@ -15,7 +16,7 @@ const agentId = z.string().min(1).max(200);
 
 /**
  * GET /account/agents/:id: one of the owner's agents, the websites it is signed in to with a Revoke
- * button each, its settings, secret rotation, deactivation and deletion. The buttons call the JSON
+ * button each, its settings, secret rotation, its public keys, deactivation and deletion. The buttons call the JSON
  * API (views/assets/portal.js). Another owner's agent is the same 404 page as one that does not exist.
  */
 export default async function agentPages(app: FastifyInstance) {
@@ -33,10 +34,13 @@ export default async function agentPages(app: FastifyInstance) {
       ownAgent(services, request.owner.user_id, id.data),
       services.store.owners.settings(request.owner.user_id),
     ]);
+    // Read once the agent is known to be the owner's.
+    const keys = await listAgentKeys(services, agent.agent_id);
     return renderAccount(request, reply, 'agent', {
       title: agent.name ?? 'Unnamed agent',
       nav: 'agents',
       agent,
+      keys,
       policies: POLICY_CHOICES,
       ownerPolicy: settings?.approval_policy ?? 'never',
     });

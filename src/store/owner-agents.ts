@@ -7,6 +7,8 @@ export interface OwnerAgent {
   agent_id: string;
   name: string | null;
   active: boolean;
+  /** false: key-only, its secret is refused (an operator's choice). */
+  secret_enabled: boolean;
   created_at: Date;
   /** NULL: the owner's own policy. */
   approval_policy: ApprovalPolicy | null;
@@ -35,7 +37,7 @@ export interface OwnerAgentLastSignIn {
   model: string;
 }
 
-const AGENT = `id AS agent_id, name, active, created_at, approval_policy`;
+const AGENT = `id AS agent_id, name, active, secret_enabled, created_at, approval_policy`;
 
 /**
  * An owner's agents (migrations/001, 020). Every statement names the owner: an agent of another owner

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
@@ -16,8 +16,9 @@ const describe = describeInChromium('the owners’ portal in a real browser');
 /**
  * An owner clicks through the portal in Chromium: signs in with the link the real SMTP server
  * received, sees the websites of the agent an operator registered for them, and revokes one; the
- * website's token is then inactive at /introspect while the other website's still works. Every
- * page is checked with axe at 1280 and 390 px, light and dark. The issuer is http://localhost so
+ * website's token is then inactive at /introspect while the other website's still works. It adds
+ * and removes a key pasted as a JWK, and rotates the secret with and without signing the agent
+ * out of every website. Every page is checked with axe at 1280 and 390 px, light and dark. The issuer is http://localhost so
  * that the browser sends the same Origin the API expects.
  */
 describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, () => {
@@ -107,6 +108,67 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     }
     await page.getByRole('navigation').getByRole('link', { name: 'History' }).click();
     await expect(page.locator('#history-table').textContent()).resolves.toContain('Revoked');
+    expect(problems).toEqual([]);
+  });
+
+  it('adds a pasted public key and removes it; rotation signs the agent out of websites only with the box checked', async () => {
+    const keys = async () =>
+      (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/keys`)).json.keys as { kid: string; jwk: { x: string } }[];
+    const pair = generateKeyPairSync('ed25519');
+    const jwk = pair.publicKey.export({ format: 'jwk' });
+    await page.goto(`${issuer}/account/agents/${agent.agent_id}`);
+    await page.getByText('No keys: the agent signs in with its secret.').waitFor();
+    const field = page.getByLabel('Add a key: its public JWK (Ed25519 or P-256)');
+    const add = page.getByRole('button', { name: 'Add key' });
+
+    // Refusals appear in the form: text that is not JSON, then the private half.
+    await field.fill('x: not a key');
+    await add.click();
+    await page.getByText('Not done: the key is not JSON: paste the whole JWK, braces included.').waitFor();
+    await field.fill(JSON.stringify(pair.privateKey.export({ format: 'jwk' }), null, 2));
+    await add.click();
+    await page.getByText('Not done: jwk holds a private key (member "d"): register only its public half.').waitFor();
+    expect(await keys()).toEqual([]);
+    // Chromium logs the refusal's 400: expected here, and only here.
+    expect(problems.splice(0)).toEqual([expect.stringMatching(/\/keys: Failed to load resource: the server responded with a status of 400/)]);
+
+    await field.fill(JSON.stringify(jwk, null, 2));
+    await add.click();
+    await page.getByText('Key added: the agent may sign in with it now.').waitFor();
+    const [stored] = await keys();
+    expect(stored.jwk.x).toBe(jwk.x);
+    const rows = page.locator('#keys-table tbody tr');
+    await expect(rows.count()).resolves.toBe(1);
+    await expect(rows.textContent()).resolves.toContain(stored.kid);
+    await expect(rows.textContent()).resolves.toContain('EdDSA');
+    await page.getByLabel(`Remove key ${stored.kid}…`).click();
+    await expectAxeCleanEverywhere(page, 'portal-agent-keys');
+    await page.getByRole('button', { name: 'Yes, remove this key' }).click();
+    await page.getByText('Key removed: assertions signed with it are refused from now on.').waitFor();
+    await page.getByText('No keys: the agent signs in with its secret.').waitFor();
+    expect(await keys()).toEqual([]);
+
+    // Rotation with the box unchecked: only the old secret stops working.
+    const mail = await server.createClient(['https://mail.example/callback']);
+    const tokens = await signInAt(mail, agent, 'claude-sonnet-4-5');
+    const box = page.getByLabel('Also sign this agent out of every website now');
+    await expect(box.isChecked()).resolves.toBe(true);
+    await box.uncheck();
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByText('Secret rotated. Only the old secret no longer works').waitFor();
+    const kept = (await page.locator('#new-secret').textContent())!.trim();
+    expect(kept).toMatch(/^aa_as_/);
+    expect((await introspect(server, mail, tokens.access_token)).json()).toMatchObject({ active: true });
+
+    // Checked: every website's tokens end too.
+    await box.check();
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.getByText('Secret rotated. The old secret, every website’s tokens of this agent and its sign-ins in flight no longer work').waitFor();
+    await expect.poll(async () => (await page.locator('#new-secret').textContent())!.trim()).not.toBe(kept);
+    agent.agent_secret = (await page.locator('#new-secret').textContent())!.trim();
+    expect((await introspect(server, mail, tokens.access_token)).json()).toEqual({ active: false });
+    // The secret shown is the one that works now.
+    await signInAt(mail, agent, 'claude-sonnet-4-5');
     expect(problems).toEqual([]);
   });
 

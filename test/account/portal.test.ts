@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTokens, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
@@ -7,6 +8,10 @@ import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
 const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
 type Owner = Awaited<ReturnType<typeof signInOwner>>;
+
+/** A fresh public JWK, as an agent's code would make one. */
+const publicJwk = (type: 'ed25519' | 'ec' = 'ed25519') =>
+  (type === 'ec' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519')).publicKey.export({ format: 'jwk' });
 
 const PAGES = ['/account/agents', '/account/history', '/account/settings', '/account/passkeys', '/account/approvals'];
 
@@ -107,6 +112,62 @@ describe(`the owners' portal pages (${storeName})`, () => {
 
     // /account/agents is the home's list.
     expect((await page('/account/agents', owner)).headers.location).toBe('/account');
+  });
+
+  it('shows the agent’s keys with a Remove each and the form to add one; another owner’s keys never', async () => {
+    const alice = await ownerWithAgent();
+    const bob = await ownerWithAgent();
+    const keysOf = (who: typeof alice) => `/account/api/agents/${who.agent.agent_id}/keys`;
+    const agentPage = async (who: typeof alice) => (await page(`/account/agents/${who.agent.agent_id}`, who.owner)).body;
+
+    const none = await agentPage(alice);
+    expect(none).toContain('<h2 id="keys-title">Keys</h2>');
+    expect(none).toContain('No keys: the agent signs in with its secret.');
+    expect(none).toContain(`data-api="${keysOf(alice)}" data-notice="Key added`);
+    expect(none).toMatch(/<textarea id="new-key" name="jwk" data-type="json"/);
+    expect(none).toContain(`agent-auth agents keys add ${alice.agent.agent_id} --generate`);
+    expect(none).not.toContain('key-only');
+    // Rotation signs the agent out everywhere unless the owner unchecks the box.
+    expect(none).toMatch(
+      /<input type="checkbox" name="revoke_grants" checked data-notice-unchecked="[^"]+"> Also sign this agent out of every website now/,
+    );
+
+    const added = await alice.owner.call('POST', keysOf(alice), { jwk: publicJwk() });
+    expect(added.statusCode).toBe(201);
+    const ec = await alice.owner.call('POST', keysOf(alice), { jwk: publicJwk('ec') });
+    expect(ec.statusCode).toBe(201);
+    const bobs = await bob.owner.call('POST', keysOf(bob), { jwk: publicJwk() });
+    expect(bobs.statusCode).toBe(201);
+
+    const listed = await agentPage(alice);
+    for (const [key, alg] of [
+      [added, 'EdDSA'],
+      [ec, 'ES256'],
+    ] as const) {
+      const { kid } = key.json() as { kid: string };
+      const row = listed.slice(listed.indexOf(`<tr data-kid="${kid}">`));
+      expect(row, kid).toMatch(
+        new RegExp(
+          `^<tr data-kid="${kid}">\\s*<td data-label="Key id"><code class="token">${kid}</code></td>\\s*<td data-label="Algorithm">${alg}</td>`,
+        ),
+      );
+      expect(row, kid).toContain(`<summary aria-label="Remove key ${kid}…">Remove…</summary>`);
+      expect(row, kid).toContain(`data-api="${keysOf(alice)}/${kid}" data-method="DELETE"`);
+    }
+    expect(listed.match(/<tr data-kid=/g)).toHaveLength(2);
+    expect(listed).not.toContain(bobs.json().kid);
+    expect(await agentPage(bob)).not.toContain(added.json().kid);
+    // Bob reaches neither Alice's agent page nor her keys.
+    expect((await page(`/account/agents/${alice.agent.agent_id}`, bob.owner)).statusCode).toBe(404);
+    expect((await bob.owner.call('GET', keysOf(alice))).statusCode).toBe(404);
+
+    // Key-only, by an operator: the page says so, and what no key would mean.
+    expect((await server.adminCall('PATCH', `/admin/agents/${bob.agent.agent_id}`, { secret_enabled: false })).statusCode).toBe(200);
+    expect(await agentPage(bob)).toContain('This agent is key-only: it signs in with one of these keys, never with its secret.');
+    expect((await bob.owner.call('DELETE', `${keysOf(bob)}/${bobs.json().kid}`)).statusCode).toBe(204);
+    expect(await agentPage(bob)).toContain('No keys: this agent cannot sign in until one is added.');
+    // The owner API's agents keep their documented shape.
+    expect(Object.keys((await bob.owner.call('GET', '/account/api/agents')).json().agents[0])).not.toContain('secret_enabled');
   });
 
   it('answers another owner’s agent with the 404 page of an agent that does not exist', async () => {

@@ -5,7 +5,9 @@
 //   data-done="secret"        fills the hidden section named by data-secret with the answer's fields
 //                             ([data-field="agent_secret"] …) and shows it: a secret shown once, never stored.
 // Fields: a checkbox sends true/false; data-type="boolean" sends value === "true"; data-type="nullable"
-// sends null for an empty value. A refusal's error_description appears in the form's role=status element.
+// sends null for an empty value; data-type="json" sends the value parsed (data-invalid says why not).
+// An unchecked checkbox's data-notice-unchecked replaces the form's data-notice.
+// A refusal's error_description appears in the form's role=status element.
 (function () {
   var KEY = 'portal-notice';
   var notice = document.getElementById('portal-notice');
@@ -24,9 +26,26 @@
       if (el.type === 'checkbox') data[el.name] = el.checked;
       else if (type === 'boolean') data[el.name] = el.value === 'true';
       else if (type === 'nullable') data[el.name] = el.value.trim() === '' ? null : el.value.trim();
+      else if (type === 'json') data[el.name] = parsed(el);
       else data[el.name] = el.value;
     });
     return data;
+  }
+
+  function parsed(el) {
+    try {
+      return JSON.parse(el.value);
+    } catch (e) {
+      throw new Error(el.getAttribute('data-invalid') || el.name + ' is not JSON');
+    }
+  }
+
+  function noticeOf(form) {
+    var message = form.getAttribute('data-notice');
+    form.querySelectorAll('input[type=checkbox][data-notice-unchecked]').forEach(function (box) {
+      if (!box.checked) message = box.getAttribute('data-notice-unchecked');
+    });
+    return message;
   }
 
   function showSecret(section, data) {
@@ -46,13 +65,19 @@
     form.addEventListener('submit', function (event) {
       event.preventDefault();
       var method = form.getAttribute('data-method') || 'POST';
+      var body;
+      try {
+        body = method === 'DELETE' ? undefined : JSON.stringify(fields(form));
+      } catch (err) {
+        return say('Not done: ' + err.message + '.');
+      }
       var buttons = form.querySelectorAll('button');
       buttons.forEach(function (b) { b.disabled = true; });
       say('Working…');
       fetch(form.getAttribute('data-api'), {
         method: method,
         headers: { 'content-type': 'application/json', accept: 'application/json' },
-        body: method === 'DELETE' ? undefined : JSON.stringify(fields(form)),
+        body: body,
       })
         .then(function (res) {
           // The session ended (signed out elsewhere, or idle): the sign-in page.
@@ -60,7 +85,7 @@
           return (res.status === 204 ? Promise.resolve({}) : res.json()).then(function (data) {
             if (!res.ok) throw new Error(data.error_description || 'that did not work');
             var done = form.getAttribute('data-done') || 'reload';
-            var message = form.getAttribute('data-notice');
+            var message = noticeOf(form);
             if (done === 'secret') {
               showSecret(document.getElementById(form.getAttribute('data-secret')), data);
               say(message || '');
