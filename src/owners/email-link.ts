@@ -23,7 +23,7 @@ export interface EmailLinkDeps {
  * Someone asks for a sign-in link for `email`. The answer is the same whoever owns the address, or
  * no one, and takes the same time: the one statement that records the link does the same work either
  * way, and the mail goes out after the answer. Without OWNER_SIGNUP an address no one owns gets no
- * mail. Past the limit per email: RateLimited, whoever asks (the links already sent still work).
+ * mail. Past the limit per email: RateLimited, whoever asks, while a link already sent still works.
  */
 export async function requestEmailLink(deps: EmailLinkDeps, email: string, context: EventContext): Promise<void> {
   const token = randomToken(32);
