@@ -216,6 +216,37 @@ describe(`owners sign in by email link (${storeName})`, () => {
     }
   });
 
+  it('ends a session at its absolute limit however recently used, and mints a new one at each sign-in (no fixation)', async () => {
+    const email = fresh();
+    const owner = await signInOwner(server.app, smtp, email);
+    expect((await owner.call('GET', '/account/api/me')).statusCode).toBe(200);
+    // Seen a moment ago, but past its absolute end (12 hours after sign-in).
+    await server.services.db.query(
+      `UPDATE owner_sessions SET expires_at = now() - interval '1 second'
+       WHERE user_id = (SELECT id FROM users WHERE lower(email) = lower($1))`,
+      [email],
+    );
+    expect((await owner.call('GET', '/account/api/me')).json()).toMatchObject({ error: 'login_required' });
+
+    // A browser that holds a session (planted or its own) and uses a link gets a new session value;
+    // the one it held ends, so a value someone else knows is worth nothing afterwards.
+    const planted = await signInOwner(server.app, smtp, fresh());
+    const path = await mailedLink(server.app, smtp, email);
+    const page = await server.app.inject({ url: path, headers: { cookie: planted.cookie } });
+    const used = await server.app.inject({
+      method: 'POST',
+      url: '/account/email-link/callback',
+      headers: { cookie: `${planted.cookie}; ${cookiesOf(page)}`, origin: ISSUER },
+      payload: linkForm(page.body),
+    });
+    expect(used.statusCode).toBe(303);
+    const minted = used.cookies.find((c) => c.name === 'agent_auth_owner')!.value;
+    expect(`agent_auth_owner=${minted}`).not.toBe(planted.cookie);
+    expect((await planted.call('GET', '/account/api/me')).statusCode).toBe(401);
+    const me = await server.app.inject({ url: '/account/api/me', headers: { cookie: `agent_auth_owner=${minted}` } });
+    expect(me.json()).toMatchObject({ email, email_verified: true });
+  });
+
   it('shares sessions between two instances over one database: made on A, used on B, signed out on A ends on B at once', async () => {
     const email = fresh();
     const b = await startSecondInstance(server);
