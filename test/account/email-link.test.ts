@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
 import { cookiesOf, linkForm, mailedLink, signInOwner, useLink } from '../helpers/owner.js';
@@ -30,6 +31,15 @@ describe(`owners sign in by email link (${storeName})`, () => {
     expect(mail.html).toContain(link);
 
     const path = link!.slice(ISSUER.length);
+    // Stored as its SHA-256 only, good for 15 minutes.
+    const token = path.split('token=')[1];
+    const { rows } = await server.services.db.query<Record<string, unknown>>(
+      `SELECT *, extract(epoch FROM expires_at - created_at)::int AS lifetime FROM owner_email_links WHERE lower(email) = lower($1)`,
+      [email],
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ token_hash: createHash('sha256').update(token).digest('base64url'), lifetime: 15 * 60 });
+    expect(JSON.stringify(rows)).not.toContain(token);
     // A mail scanner opens it: nothing spent, no session.
     for (let i = 0; i < 2; i++) {
       const page = await server.app.inject({ url: path });
