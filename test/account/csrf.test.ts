@@ -84,7 +84,7 @@ describe(`CSRF: every owner state change refuses cross-site shapes (${storeName}
       for (const [shape, headers] of FOREIGN) {
         const res = await send(method, path, { ...headers, 'content-type': formOnly ? 'application/x-www-form-urlencoded' : 'application/json' }, formOnly ? form : json);
         expect(res.statusCode, `${method} ${path} with ${shape}: ${res.body.slice(0, 200)}`).toBe(403);
-        if (!res.headers['content-type']?.startsWith('text/html')) expect(res.json().error).toBe('forbidden');
+        if (!String(res.headers['content-type']).startsWith('text/html')) expect(res.json().error).toBe('forbidden');
       }
       // A body no preflight guards, from this very origin: only the portal's own forms (with their
       // token) and asking for a sign-in link take forms; nothing takes text/plain.
