@@ -5,8 +5,8 @@ import { Forbidden, OAuthError } from '../errors.js';
 import { isUsableLink, requestEmailLink, signInWithEmailLink } from '../owners/email-link.js';
 import { linkFormCookie, linkFormToken, linkFormTokenMatches, newLinkFormNonce, SESSION_LIFETIMES, sessionCookie } from '../owners/sessions.js';
 import { byAddress } from '../plugins/rate-limit.js';
-import type { LinkRefusal } from '../store/owner-sessions.js';
 import { BODY_REFUSED, errorResponses, FORM_OR_JSON, htmlPage, noBody, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
+import type { LinkRefusal } from '../store/owner-sessions.js';
 import { isBrowserForm, refuseForeignOrigin } from './guards.js';
 import { renderAccount } from './render.js';
 

@@ -82,7 +82,11 @@ export async function isUsableLink(deps: Pick<EmailLinkDeps, 'store'>, token: st
  * Using the link proves the mailbox, so the owner's email is verified. A link to change the owner's
  * address moves the account there; the address it leaves is told, in case a thief did it.
  */
-export async function signInWithEmailLink(deps: EmailLinkDeps, token: string, context: EventContext): Promise<{ sessionSecret: string } | LinkRefusal> {
+export async function signInWithEmailLink(
+  deps: EmailLinkDeps,
+  token: string,
+  context: EventContext,
+): Promise<{ sessionSecret: string } | LinkRefusal> {
   const session = newSessionSecret();
   const started = await deps.store.ownerSessions.startByEmailLink({
     tokenHash: sha256(token),
@@ -96,7 +100,9 @@ export async function signInWithEmailLink(deps: EmailLinkDeps, token: string, co
   if (started.changed) {
     await deps.store.auditLog.recordAction({ actor: 'owner', event: 'owner_email_changed', userId: started.user_id });
     const { from, to } = started.changed;
-    deps.mailer.send(emailChangedMessage({ to: from, brand: deps.config.brand.name, newEmail: to, link: `${deps.config.issuer}/account` }), context.log).catch(() => {});
+    deps.mailer
+      .send(emailChangedMessage({ to: from, brand: deps.config.brand.name, newEmail: to, link: `${deps.config.issuer}/account` }), context.log)
+      .catch(() => {});
   }
   return { sessionSecret: session.secret };
 }

@@ -15,10 +15,36 @@ interface Operation {
 const HOSTILE_IDS = ['x', '%00', 'agent_%00', '%E2%80%AE', '..%2F..%2Fadmin', 'a'.repeat(600), '%C3%A4gent', 'client_x', '%20', '%FF'];
 
 /** Values of the wrong kind for any field, and strings that break stores and parsers. */
-const HOSTILE_VALUES: unknown[] = [null, 0, -1, 1e308, true, [], {}, [1, 'x'], { nested: { deeper: [null] } }, '', ' ', 'nul\u0000here', '\uD800', 'x'.repeat(5000)];
+const HOSTILE_VALUES: unknown[] = [
+  null,
+  0,
+  -1,
+  1e308,
+  true,
+  [],
+  {},
+  [1, 'x'],
+  { nested: { deeper: [null] } },
+  '',
+  ' ',
+  'nul\u0000here',
+  '\uD800',
+  'x'.repeat(5000),
+];
 
 /** Raw bodies that are not the object any route wants. */
-const HOSTILE_BODIES = ['null', '[]', '"text"', '17', 'true', '{', '{"a":', '{"__proto__":{"polluted":1}}', '{"constructor":{"prototype":{"x":1}}}', '\u0000'];
+const HOSTILE_BODIES = [
+  'null',
+  '[]',
+  '"text"',
+  '17',
+  'true',
+  '{',
+  '{"a":',
+  '{"__proto__":{"polluted":1}}',
+  '{"constructor":{"prototype":{"x":1}}}',
+  '\u0000',
+];
 
 /**
  * Bad input on the owner API (docs/protocol.md, "Owners"): every route in the OpenAPI description under
@@ -88,7 +114,10 @@ describe(`bad input on the owner API (${storeName})`, () => {
         for (const field of fields) {
           seen.add(field);
           for (const value of HOSTILE_VALUES) {
-            fine(await send(method, url, JSON.stringify({ [field]: value })), `${method} ${url} with ${field}: ${JSON.stringify(value)?.slice(0, 40)}`);
+            fine(
+              await send(method, url, JSON.stringify({ [field]: value })),
+              `${method} ${url} with ${field}: ${JSON.stringify(value)?.slice(0, 40)}`,
+            );
             calls++;
           }
         }

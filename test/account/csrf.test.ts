@@ -82,7 +82,12 @@ describe(`CSRF: every owner state change refuses cross-site shapes (${storeName}
       const form = new URLSearchParams(Object.entries(body).map(([k, v]) => [k, String(v)])).toString();
       const formOnly = path === '/account/email-link/callback';
       for (const [shape, headers] of FOREIGN) {
-        const res = await send(method, path, { ...headers, 'content-type': formOnly ? 'application/x-www-form-urlencoded' : 'application/json' }, formOnly ? form : json);
+        const res = await send(
+          method,
+          path,
+          { ...headers, 'content-type': formOnly ? 'application/x-www-form-urlencoded' : 'application/json' },
+          formOnly ? form : json,
+        );
         expect(res.statusCode, `${method} ${path} with ${shape}: ${res.body.slice(0, 200)}`).toBe(403);
         if (!String(res.headers['content-type']).startsWith('text/html')) expect(res.json().error).toBe('forbidden');
       }

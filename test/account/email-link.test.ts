@@ -162,9 +162,7 @@ describe(`owners sign in by email link (${storeName})`, () => {
 
     // Later, those links have expired (the hour is not over): the owner gets a new link and uses it,
     // and while it is usable the attacker is refused again.
-    await server.services.db.query(`UPDATE owner_email_links SET expires_at = now() - interval '1 second' WHERE lower(email) = lower($1)`, [
-      victim,
-    ]);
+    await server.services.db.query(`UPDATE owner_email_links SET expires_at = now() - interval '1 second' WHERE lower(email) = lower($1)`, [victim]);
     expect((await ask('127.0.0.1')).statusCode).toBe(202);
     const ownersLink = new URL(linkIn(await smtp.next(victim)));
     expect((await ask('127.0.0.2')).statusCode).toBe(429);

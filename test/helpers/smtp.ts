@@ -36,7 +36,9 @@ export async function startSmtp(): Promise<TestSmtp> {
           received.push({
             from: { address: from?.address ?? '', name: from?.name ?? '' },
             to: to?.value[0]?.address ?? '',
-            subject: parsed.subject ?? '', text: parsed.text ?? '', html: String(parsed.html || ''),
+            subject: parsed.subject ?? '',
+            text: parsed.text ?? '',
+            html: String(parsed.html || ''),
           });
           callback();
         })
