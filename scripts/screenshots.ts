@@ -1,5 +1,5 @@
 /**
- * `npm run screenshots`: every state of the sign-in pages and the console, at desktop (1200×900) and
+ * `npm run screenshots`: every state of the sign-in pages, the owners' portal and the console, at desktop (1200×900) and
  * mobile (390×844) widths, in light and dark mode, into docs/screenshots/<state>-<width>-<scheme>.png.
  * Starts the server on an in-memory store with a few websites, agents and sign-ins, and drives
  * Debian's Chromium (CHROMIUM_PATH to use another). Rerun it after changing a view.
@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../examples/agent/agent.js';
 import { loadConfig } from '../src/config.js';
+import { newSessionSecret, SESSION_LIFETIMES, sessionCookie } from '../src/owners/sessions.js';
 import { type RunningServer, startServer } from '../src/server.js';
 
 const OUT = fileURLToPath(new URL('../docs/screenshots/', import.meta.url));
@@ -98,13 +99,18 @@ async function main() {
     ).grants;
     await admin(server, `/grants/${revoked.grant_id}/revoke`, {});
 
-    const agentAuthenticates = async (requestId: string) => {
+    const agentAuthenticates = async (requestId: string, agent: { agent_id: string; agent_secret: string } = research) => {
       await fetch(`${server.url}/api/agent/authenticate`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ request_id: requestId, agent_id: research.agent_id, agent_secret: research.agent_secret, model: 'claude-sonnet-4-5' }),
+        body: JSON.stringify({ request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret, model: 'claude-sonnet-4-5' }),
       });
     };
+    // An agent of alice's whose every sign-in waits for her approval (owner approval, not REQUIRE_APPROVAL's page).
+    const shopper = await admin(server, '/agents', { email: 'alice@example.com', name: 'Shopping agent' });
+    const { rows: owners } = await server.services.db.query<{ id: string }>(`SELECT id FROM users WHERE email = 'alice@example.com'`);
+    const aliceId = owners[0].id;
+    await server.services.store.ownerAgents.update(aliceId, shopper.agent_id, { approval_policy: 'always' });
     const authorizeQuery = new URLSearchParams({
       client_id: shop.client_id,
       redirect_uri: shop.redirect_uris[0],
@@ -124,6 +130,13 @@ async function main() {
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
     };
 
+    // The owner's portal as alice: a session as her mailed link would start it (no mail server here).
+    const ownerSignIn = async (page: Page) => {
+      const { secret, hash } = newSessionSecret();
+      await server.services.store.ownerSessions.start({ sessionHash: hash, userId: aliceId, method: 'email_link', lifetimes: SESSION_LIFETIMES });
+      await page.context().addCookies([{ name: sessionCookie(server.services.config).name, value: secret, url: server.url }]);
+    };
+
     // Each state: how to reach it in a fresh browser.
     const states: Record<string, (page: Page) => Promise<void>> = {
       waiting: async (page) => void (await authorize(page)),
@@ -137,6 +150,31 @@ async function main() {
         const requestId = /<meta name="request-id" content="([^"]+)">/.exec(await started.text())![1];
         await server.services.db.query(`UPDATE auth_requests SET expires_at = now() - interval '1 second' WHERE id = $1`, [requestId]);
         await page.goto(`${server.url}/authorize/complete?request_id=${requestId}`);
+      },
+      'owner-approval-waiting': async (page) => {
+        await agentAuthenticates(await authorize(page), shopper);
+        await page.locator('#match-code').waitFor({ timeout: 15_000 });
+      },
+      'owner-approvals': async (page) => {
+        // One sign-in waiting: those of earlier shots are out of the list.
+        await server.services.db.query(`UPDATE auth_requests SET expires_at = now() - interval '1 second' WHERE agent_id = $1`, [shopper.agent_id]);
+        const started = await fetch(`${server.url}/authorize?${authorizeQuery}`);
+        await agentAuthenticates(/<meta name="request-id" content="([^"]+)">/.exec(await started.text())![1], shopper);
+        await ownerSignIn(page);
+        await page.goto(`${server.url}/account/approvals`);
+        await page.locator('.match-code').waitFor();
+      },
+      'portal-agents': async (page) => {
+        await ownerSignIn(page);
+        await page.goto(`${server.url}/account`);
+      },
+      'portal-agent': async (page) => {
+        await ownerSignIn(page);
+        await page.goto(`${server.url}/account/agents/${research.agent_id}`);
+      },
+      'portal-history': async (page) => {
+        await ownerSignIn(page);
+        await page.goto(`${server.url}/account/history?limit=12`);
       },
       'console-sign-in': async (page) => void (await page.goto(`${server.adminUrl}/console/sign-in`)),
       'console-overview': consoleSignIn,

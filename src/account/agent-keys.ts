@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { addAgentKey, addedKeyView, deleteAgentKey, keyView, kidSchema, listAgentKeys, newKeyBody } from '../agent-keys/registration.js';
-import { ownAgent } from '../owners/agents.js';
+import { assertOwnAgent } from '../owners/agents.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
@@ -21,7 +21,7 @@ export default async function agentKeyRoutes(fastify: FastifyInstance) {
   /** The owner of the request, as the actor, once the agent is found to be theirs. */
   const owning = async (request: FastifyRequest, agentId: string) => {
     const { user_id: userId } = signedInOwner(request);
-    await ownAgent(services, userId, agentId);
+    await assertOwnAgent(services, userId, agentId);
     return { actor: 'owner' as const, userId };
   };
 

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { atLeastOne, name } from '../admin/schemas.js';
-import { createAgent, deleteAgent, listAgents, revokeAll, revokeWebsite, rotateAgentSecret, updateAgent } from '../owners/agents.js';
+import { createAgent, deleteAgent, listAgents, ownAgent, revokeAll, revokeWebsite, rotateAgentSecret, updateAgent } from '../owners/agents.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
 import { signedInOwner } from './guards.js';
@@ -21,12 +21,17 @@ const websiteView = z.object({
   last_sign_in_at: z.date(),
   last_model: z.string(),
 });
+const lastSignInView = z
+  .object({ at: z.date(), client_id: z.string(), client_name: z.string(), redirect_origin: z.string(), model: z.string() })
+  .nullable()
+  .describe('the agent’s newest sign-in anywhere, live or revoked since; null before its first');
 const agentView = z.object({
   agent_id: z.string(),
   name: z.string().nullable(),
   active: z.boolean(),
   created_at: z.date(),
   approval_policy: policy,
+  last_sign_in: lastSignInView,
   websites: z.array(websiteView).describe('the websites the agent holds a live grant with'),
 });
 const withSecret = agentView.extend({ agent_secret: z.string().describe('shown once, here') });
@@ -45,8 +50,8 @@ export default async function agentRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const services = app.services;
   const withWebsites = async <A extends { agent_id: string }>(userId: string, agent: A) => {
-    const listed = (await listAgents(services, userId)).find((a) => a.agent_id === agent.agent_id);
-    return { ...agent, websites: listed?.websites ?? [] };
+    const { websites, last_sign_in } = await ownAgent(services, userId, agent.agent_id);
+    return { ...agent, last_sign_in, websites };
   };
 
   app.get(

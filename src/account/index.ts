@@ -5,10 +5,12 @@ import { currentOwner, sessionCookie } from '../owners/sessions.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
 import agentKeyRoutes from './agent-keys.js';
+import agentPages from './agent-pages.js';
 import agentRoutes from './agents.js';
 import approvalRoutes from './approvals.js';
 import emailLinkRoutes from './email-link.js';
 import { isBrowserForm, refuseForeignOrigin, signedInOwner } from './guards.js';
+import historyPages, { historyApi } from './history.js';
 import homePage from './home.js';
 import meRoutes from './me.js';
 import passkeySignInRoutes from './passkey-sign-in.js';
@@ -56,6 +58,8 @@ export default async function accountPlugin(app: FastifyInstance) {
   await app.register(signOutRoute, { issuerOrigin });
   await app.register(passkeySignInRoutes, { issuerOrigin });
   await app.register(portalPages);
+  await app.register(agentPages);
+  await app.register(historyPages);
 
   await app.register(async (api) => {
     api.addHook('onRequest', async (request) => {
@@ -69,5 +73,6 @@ export default async function accountPlugin(app: FastifyInstance) {
     await api.register(agentKeyRoutes);
     await api.register(passkeyRoutes);
     await api.register(approvalRoutes);
+    await api.register(historyApi);
   });
 }

@@ -18,6 +18,7 @@ const WHAT_HAPPENED: Record<string, string> = {
   invalid_link: 'This sign-in link has expired or has been used already. Each link works once, within 15 minutes.',
   no_account: 'There is no account for this email address here.',
   forbidden: 'This form did not come from this page, so nothing was changed.',
+  not_found: 'There is no such agent in your account.',
   rate_limited: 'There have been too many requests in a short time.',
   temporarily_unavailable: 'We cannot reach our database right now.',
 };

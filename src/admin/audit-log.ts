@@ -31,7 +31,8 @@ export const auditQuery = z.object({
     .optional(),
 });
 
-const eventView = z.object({
+/** An audit row as the admin API shows it (the owner's history shows it too, less the owner's own ids). */
+export const eventView = z.object({
   id: z.number().int(),
   at: z.date(),
   event: z.enum(AUDIT_EVENTS),

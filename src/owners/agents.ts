@@ -3,6 +3,7 @@ import { Forbidden, NotFound } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import type { Store } from '../store/index.js';
+import type { OwnerAgentLastSignIn } from '../store/owner-agents.js';
 import type { ApprovalPolicy } from '../store/owners.js';
 import { agentRecords, revokeAtLevel } from '../tokens/revocation.js';
 
@@ -16,19 +17,39 @@ export interface OwnerAgentDeps {
 const noSuchAgent = (agentId: string) => new NotFound(`no agent with id ${agentId}`);
 
 /** Checks that the agent is the owner's; NotFound otherwise, as for an agent that does not exist. */
-export async function ownAgent(deps: Pick<OwnerAgentDeps, 'store'>, userId: string, agentId: string): Promise<void> {
+export async function assertOwnAgent(deps: Pick<OwnerAgentDeps, 'store'>, userId: string, agentId: string): Promise<void> {
   if (!(await deps.store.ownerAgents.get(userId, agentId))) throw noSuchAgent(agentId);
 }
 
-/** The owner's agents, each with the websites it holds a live grant with. */
+/** The owner's agents, each with its newest sign-in and the websites it holds a live grant with. */
 export async function listAgents(deps: Pick<OwnerAgentDeps, 'store'>, userId: string) {
-  const [agents, websites] = await Promise.all([deps.store.ownerAgents.list(userId), deps.store.ownerAgents.websites(userId)]);
+  const { ownerAgents } = deps.store;
+  const [agents, websites, lastSignIns] = await Promise.all([
+    ownerAgents.list(userId),
+    ownerAgents.websites(userId),
+    ownerAgents.lastSignIns(userId),
+  ]);
   return agents.map((agent) => ({
     ...agent,
+    last_sign_in: lastOf(lastSignIns, agent.agent_id),
     websites: websites
       .filter((w) => w.agent_id === agent.agent_id)
       .map(({ redirect_uri, ...w }) => ({ ...w, redirect_origin: redirectOrigin(redirect_uri) })),
   }));
+}
+
+function lastOf(signIns: OwnerAgentLastSignIn[], agentId: string) {
+  const found = signIns.find((s) => s.agent_id === agentId);
+  if (!found) return null;
+  const { agent_id: _agent, redirect_uri, ...rest } = found;
+  return { ...rest, redirect_origin: redirectOrigin(redirect_uri) };
+}
+
+/** One agent of the owner as listAgents shows it; another owner's is not found. */
+export async function ownAgent(deps: Pick<OwnerAgentDeps, 'store'>, userId: string, agentId: string) {
+  const agent = (await listAgents(deps, userId)).find((a) => a.agent_id === agentId);
+  if (!agent) throw noSuchAgent(agentId);
+  return agent;
 }
 
 /** A new agent of the owner; its secret is in the answer and nowhere else. Off with OWNER_AGENT_CREATION=false. */
@@ -36,7 +57,7 @@ export async function createAgent(deps: OwnerAgentDeps, userId: string, name: st
   if (!deps.config.owners.agentCreation) throw new Forbidden('only the operators create agents on this server');
   const agent = await deps.store.ownerAgents.create(userId, name);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_created', userId, agentId: agent.agent_id });
-  return { ...agent, websites: [] };
+  return { ...agent, last_sign_in: null, websites: [] };
 }
 
 export async function updateAgent(
@@ -46,7 +67,7 @@ export async function updateAgent(
   patch: { name?: string | null; active?: boolean; approval_policy?: ApprovalPolicy | null },
   context: EventContext,
 ) {
-  await ownAgent(deps, userId, agentId);
+  await assertOwnAgent(deps, userId, agentId);
   // Name and status as the operators change them: a deactivation ends the agent's grants (grant.ended).
   const { approval_policy: approvalPolicy, ...record } = patch;
   if (Object.keys(record).length > 0) await agentRecords(deps, context).update(agentId, record);
@@ -65,14 +86,14 @@ export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, ag
 
 /** Deleting an agent ends its grants (grant.ended) and takes its sign-ins along, as when an operator does it. */
 export async function deleteAgent(deps: OwnerAgentDeps, userId: string, agentId: string, context: EventContext) {
-  await ownAgent(deps, userId, agentId);
+  await assertOwnAgent(deps, userId, agentId);
   if (!(await agentRecords(deps, context).remove(agentId))) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_deleted', userId, agentId });
 }
 
 /** Ends the agent's grants with one website, and its sign-ins there in flight, on every instance at once. */
 export async function revokeWebsite(deps: OwnerAgentDeps, userId: string, agentId: string, clientId: string, context: EventContext) {
-  await ownAgent(deps, userId, agentId);
+  await assertOwnAgent(deps, userId, agentId);
   await revokeAtLevel(deps, 'website', [agentId, clientId], context, 'owner');
 }
 

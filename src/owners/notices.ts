@@ -23,7 +23,8 @@ export function noticeNewWebsites(events: Events, deps: { config: Pick<Config, '
       origin: redirectOrigin(notice.redirect_uri),
       model: grant.model,
       at: new Date(),
-      link: `${deps.config.issuer}/account`,
+      // The agent's page in the portal, where each website has its Revoke button.
+      link: `${deps.config.issuer}/account/agents/${encodeURIComponent(grant.agent_id)}`,
     });
     await deps.mailer.send(message, context.log);
   });

@@ -47,8 +47,11 @@ const LOGO_TYPES: Record<string, string> = {
   '.gif': 'image/gif',
 };
 
-// Shared by every page: local times, copy buttons. External, so pages need no inline script for it.
-const pagesScript = readFileSync(fileURLToPath(new URL('../../views/assets/pages.js', import.meta.url)), 'utf8');
+// External, so pages need no inline script for them. pages.js, shared by every page: local times,
+// copy buttons; portal.js: the owners' portal's forms, which call its JSON API.
+const scripts = Object.fromEntries(
+  ['pages.js', 'portal.js'].map((name) => [name, readFileSync(fileURLToPath(new URL(`../../views/assets/${name}`, import.meta.url)), 'utf8')]),
+);
 
 /** What the layouts show of the operator's branding (BRAND_*, docs/operations.md). */
 export interface Brand {
@@ -149,9 +152,11 @@ export default fp(async function htmlPages(app: FastifyInstance, options: HtmlPa
     root: viewsDir,
     defaultContext: { brand },
   });
-  app.get('/assets/pages.js', { schema: { hide: true } }, async (_request, reply) =>
-    reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(pagesScript),
-  );
+  for (const [name, script] of Object.entries(scripts)) {
+    app.get(`/assets/${name}`, { schema: { hide: true } }, async (_request, reply) =>
+      reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=300').send(script),
+    );
+  }
   if (brandConfig.logoFile) {
     const logo = readFileSync(brandConfig.logoFile);
     const type = LOGO_TYPES[extname(brandConfig.logoFile).toLowerCase()];

@@ -91,8 +91,6 @@ export interface AuditAction {
 export interface AuditFilter {
   agentId?: string;
   email?: string;
-  /** The owner's own rows (the portal's history). */
-  userId?: string;
   clientId?: string;
   requestId?: string;
   event?: AuditEvent;
@@ -103,6 +101,26 @@ export interface AuditFilter {
   /** Keyset paging: only events older than this id. */
   beforeId?: number;
   limit: number;
+}
+
+/** A row of an owner's own history: the event, with the names of its agent and website. */
+export interface OwnerHistoryRecord {
+  id: number;
+  at: Date;
+  event: AuditEvent;
+  request_id: string | null;
+  agent_id: string | null;
+  /** Null when the agent is gone (or is no longer this owner's). */
+  agent_name: string | null;
+  client_id: string | null;
+  /** Null when the website is gone. */
+  client_name: string | null;
+  redirect_uri: string | null;
+  grant_id: string | null;
+  model: string | null;
+  reason: string | null;
+  detail: Record<string, unknown> | null;
+  actor: 'admin' | 'owner' | null;
 }
 
 /**
@@ -132,6 +150,24 @@ export function createAuditLogStore(db: Db) {
       );
     },
 
+    /**
+     * An owner's history, newest first: the rows recorded for them (their agents' sign-ins and
+     * refusals, their own and their operators' actions on their records), never anyone else's.
+     */
+    async ofOwner(userId: string, filter: { agentId?: string; beforeId?: number; limit: number }): Promise<OwnerHistoryRecord[]> {
+      const { rows } = await db.query<OwnerHistoryRecord>(
+        `SELECT e.id, e.at, e.event, e.request_id, e.agent_id, a.name AS agent_name, e.client_id, c.name AS client_name,
+           c.redirect_uris[1] AS redirect_uri, e.grant_id, e.model, e.reason, e.detail, e.actor
+         FROM audit_events e
+           LEFT JOIN agents a ON a.id = e.agent_id AND a.user_id = e.user_id
+           LEFT JOIN clients c ON c.id = e.client_id
+         WHERE e.user_id = $1 AND ($2::text IS NULL OR e.agent_id = $2) AND ($3::bigint IS NULL OR e.id < $3)
+         ORDER BY e.id DESC LIMIT $4`,
+        [userId, filter.agentId ?? null, filter.beforeId ?? null, filter.limit],
+      );
+      return rows;
+    },
+
     /** Newest first; every filter is optional and they combine with AND. */
     async list(filter: AuditFilter): Promise<AuditRecord[]> {
       const params: unknown[] = [];
@@ -143,7 +179,6 @@ export function createAuditLogStore(db: Db) {
       };
       add(filter.agentId, (p) => `e.agent_id = ${p}`);
       add(filter.email, (p) => `e.user_id = (SELECT id FROM users WHERE lower(email) = lower(${p}))`);
-      add(filter.userId, (p) => `e.user_id = ${p}`);
       add(filter.clientId, (p) => `e.client_id = ${p}`);
       add(filter.requestId, (p) => `e.request_id = ${p}`);
       add(filter.event, (p) => `e.event = ${p}`);

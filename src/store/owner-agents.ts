@@ -25,6 +25,16 @@ export interface OwnerWebsite {
   last_model: string;
 }
 
+/** An agent's newest sign-in anywhere (its newest grant, live or not): when, where, with which model. */
+export interface OwnerAgentLastSignIn {
+  agent_id: string;
+  at: Date;
+  client_id: string;
+  client_name: string;
+  redirect_uri: string;
+  model: string;
+}
+
 const AGENT = `id AS agent_id, name, active, created_at, approval_policy`;
 
 /**
@@ -52,6 +62,19 @@ export function createOwnerAgentStore(db: Db) {
          FROM grants g JOIN agents a ON a.id = g.agent_id JOIN clients c ON c.id = g.client_id
          WHERE a.user_id = $1 AND g.revoked_at IS NULL AND g.expires_at > now() AND c.active
          ORDER BY g.agent_id, g.client_id, g.created_at DESC`,
+        [userId],
+      );
+      return rows;
+    },
+
+    /** Each of the owner's agents' newest sign-in, whether its grant is still live or not. */
+    async lastSignIns(userId: string): Promise<OwnerAgentLastSignIn[]> {
+      const { rows } = await db.query<OwnerAgentLastSignIn>(
+        `SELECT DISTINCT ON (g.agent_id) g.agent_id, g.created_at AS at, g.client_id, c.name AS client_name,
+           c.redirect_uris[1] AS redirect_uri, g.model
+         FROM grants g JOIN agents a ON a.id = g.agent_id JOIN clients c ON c.id = g.client_id
+         WHERE a.user_id = $1
+         ORDER BY g.agent_id, g.created_at DESC, g.id DESC`,
         [userId],
       );
       return rows;

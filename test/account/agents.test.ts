@@ -280,7 +280,7 @@ describe(`REQUIRE_VERIFIED_EMAIL and notices (${storeName})`, () => {
     expect(notice.subject).toBe('Reader signed in to Shop');
     expect(notice.text).toContain('https://paper.example');
     expect(notice.text).toContain('test-model-1');
-    expect(notice.text).toContain('http://localhost:3000/account');
+    expect(notice.text).toContain(`http://localhost:3000/account/agents/${agent.agent_id}`);
     await issueTokens(server, { client, agent });
     const other = await server.createClient(['https://other.example/cb']);
     await owner.call('PATCH', '/account/api/me', { notify_new_website: false });

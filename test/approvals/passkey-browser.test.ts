@@ -3,12 +3,13 @@ import Fastify from 'fastify';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
-import { seriousViolations } from '../helpers/axe.js';
+import { expectAxeCleanEverywhere } from '../helpers/axe.js';
 import { describeInChromium } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
 import { pkce } from '../helpers/flow.js';
 import { freePort } from '../helpers/listening.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startPortalServer } from '../helpers/owner.js';
+import type { TestServer } from '../helpers/server.js';
 import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
 const describe = describeInChromium('passkeys and owner approval in a real browser');
@@ -30,10 +31,7 @@ describe(`passkeys and owner approval in Chromium (${storeName})`, () => {
   beforeAll(async () => {
     browser = await launchChromium();
     smtp = await startSmtp();
-    const port = await freePort();
-    issuer = `http://localhost:${port}`;
-    server = await startTestServer({ ISSUER: issuer, SMTP_URL: smtp.url });
-    await server.app.listen({ port, host: 'localhost' });
+    ({ server, issuer } = await startPortalServer(smtp));
     const sitePort = await freePort();
     const siteUrl = `http://127.0.0.1:${sitePort}`;
     client = await server.createClient([`${siteUrl}/callback`]);
@@ -79,25 +77,6 @@ describe(`passkeys and owner approval in Chromium (${storeName})`, () => {
         automaticPresenceSimulation: true,
       },
     });
-  }
-
-  async function axeClean(page: Page, name: string) {
-    for (const [width, height] of [
-      [1280, 800],
-      [390, 844],
-    ]) {
-      for (const colorScheme of ['light', 'dark'] as const) {
-        await page.setViewportSize({ width, height });
-        await page.emulateMedia({ colorScheme });
-        expect(await seriousViolations(page), `${name} at ${width}px, ${colorScheme}`).toEqual([]);
-        if (process.env.SCREENSHOTS) {
-          const size = width > 600 ? 'desktop' : 'mobile';
-          await page.screenshot({ path: `docs/screenshots/${name}-${size}-${colorScheme}.png`, fullPage: true });
-        }
-      }
-    }
-    await page.setViewportSize({ width: 1280, height: 800 });
-    await page.emulateMedia({ colorScheme: 'light' });
   }
 
   it('registers a passkey in the portal, then approves the waiting sign-in with it; the agent’s page lands on the website', async () => {
@@ -147,12 +126,12 @@ describe(`passkeys and owner approval in Chromium (${storeName})`, () => {
     await agentPage.locator('#match-code').waitFor();
     const matchCode = (await agentPage.locator('#match-code').textContent())!.trim();
     await expect(agentPage.getByText(`Waiting for ${email} to approve`)).toBeTruthy();
-    await axeClean(agentPage, 'owner-approval-waiting');
+    await expectAxeCleanEverywhere(agentPage, 'owner-approval-waiting');
 
     // The owner's approvals page shows it (polled) with the same match code; Approve asks the passkey.
     await owner.goto(`${issuer}/account/approvals`);
     await owner.locator('.match-code', { hasText: matchCode }).waitFor();
-    await axeClean(owner, 'owner-approvals');
+    await expectAxeCleanEverywhere(owner, 'owner-approvals');
     await owner.getByRole('button', { name: 'Approve' }).click();
     await owner.getByText('Approved.').waitFor();
 

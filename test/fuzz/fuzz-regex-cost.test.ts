@@ -94,7 +94,8 @@ describe('regular expressions that meet input run in linear time', () => {
         for (const tail of TAILS) {
           const input = prefix + char.repeat(RUN) + tail;
           const ms = timeOf(regex, input);
-          if (ms > slowest.ms) slowest = { ms, input, label: `${JSON.stringify(prefix)} + ${JSON.stringify(char)} x ${RUN} + ${JSON.stringify(tail)}` };
+          if (ms > slowest.ms)
+            slowest = { ms, input, label: `${JSON.stringify(prefix)} + ${JSON.stringify(char)} x ${RUN} + ${JSON.stringify(tail)}` };
         }
       }
     }

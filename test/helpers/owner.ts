@@ -1,5 +1,6 @@
+import { freePort } from './listening.js';
 import type { TestServer } from './server.js';
-import { ISSUER } from './server.js';
+import { ISSUER, startTestServer } from './server.js';
 import { linkIn, type TestSmtp } from './smtp.js';
 
 type Injected = Awaited<ReturnType<TestServer['app']['inject']>>;
@@ -52,4 +53,16 @@ export async function signInOwner(app: App, smtp: TestSmtp, email: string) {
         ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
       }),
   };
+}
+
+/**
+ * A server listening on http://localhost:<a free port>, its issuer, that mails through `smtp`: what
+ * a browser test of the portal needs (a host name, as WebAuthn and the API's Origin check want).
+ */
+export async function startPortalServer(smtp: TestSmtp): Promise<{ server: TestServer; issuer: string }> {
+  const port = await freePort();
+  const issuer = `http://localhost:${port}`;
+  const server = await startTestServer({ ISSUER: issuer, SMTP_URL: smtp.url });
+  await server.app.listen({ port, host: 'localhost' });
+  return { server, issuer };
 }

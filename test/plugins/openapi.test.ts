@@ -62,6 +62,7 @@ const ENDPOINTS: [method: string, path: string, fails: boolean][] = [
   ['get', '/account/api/approvals', true],
   ['post', '/account/api/approvals/{request_id}/options', true],
   ['post', '/account/api/approvals/{request_id}', true],
+  ['get', '/account/api/history', true],
   ['get', '/healthz', false],
   ['get', '/readyz', false],
 ];

@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { NotFound } from '../errors.js';
+import { ownAgent } from '../owners/agents.js';
+import { renderAccount } from './render.js';
+
+/** What each approval policy means, as the portal's choices say it. */
+export const POLICY_CHOICES = {
+  never: 'Never ask me',
+  new_website: 'Ask me when it signs in to a new website',
+  always: 'Ask me every time',
+} as const;
+
+const agentId = z.string().min(1).max(200);
+
+/**
+ * GET /account/agents/:id: one of the owner's agents, the websites it is signed in to with a Revoke
+ * button each, its settings, secret rotation, deactivation and deletion. The buttons call the JSON
+ * API (views/assets/portal.js). Another owner's agent is the same 404 page as one that does not exist.
+ */
+export default async function agentPages(app: FastifyInstance) {
+  const services = app.services;
+  const options = { schema: { hide: true }, config: { html: true } };
+
+  // The list is the account's home.
+  app.get('/account/agents', options, async (_request, reply) => reply.redirect('/account', 303));
+
+  app.get('/account/agents/:id', options, async (request, reply) => {
+    if (!request.owner) return reply.redirect('/account', 303);
+    const id = agentId.safeParse((request.params as { id: string }).id);
+    if (!id.success) throw new NotFound('no such agent');
+    const [agent, settings] = await Promise.all([
+      ownAgent(services, request.owner.user_id, id.data),
+      services.store.owners.settings(request.owner.user_id),
+    ]);
+    return renderAccount(request, reply, 'agent', {
+      title: agent.name ?? 'Unnamed agent',
+      nav: 'agents',
+      agent,
+      policies: POLICY_CHOICES,
+      ownerPolicy: settings?.approval_policy ?? 'never',
+    });
+  });
+}

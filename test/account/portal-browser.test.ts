@@ -1,0 +1,165 @@
+import { randomBytes } from 'node:crypto';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { launchChromium } from '../../examples/agent/agent.js';
+import { expectAxeCleanEverywhere } from '../helpers/axe.js';
+import { describeInChromium } from '../helpers/chromium.js';
+import { exchangeCode, introspect } from '../helpers/codes.js';
+import { storeName } from '../helpers/database.js';
+import { signInToCode } from '../helpers/flow.js';
+import { startPortalServer } from '../helpers/owner.js';
+import type { TestServer } from '../helpers/server.js';
+import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
+
+const describe = describeInChromium('the owners’ portal in a real browser');
+
+/**
+ * An owner clicks through the portal in Chromium: signs in with the link the real SMTP server
+ * received, sees the websites of the agent an operator registered for them, and revokes one; the
+ * website's token is then inactive at /introspect while the other website's still works. Every
+ * page is checked with axe at 1280 and 390 px, light and dark. The issuer is http://localhost so
+ * that the browser sends the same Origin the API expects.
+ */
+describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, () => {
+  let browser: Browser;
+  let smtp: TestSmtp;
+  let server: TestServer;
+  let issuer: string;
+  let context: BrowserContext;
+  let page: Page;
+  const problems: string[] = [];
+  const email = `owner-${randomBytes(4).toString('hex')}@example.com`;
+  let agent: { agent_id: string; agent_secret: string; email: string };
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    smtp = await startSmtp();
+    ({ server, issuer } = await startPortalServer(smtp));
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: issuer });
+    await context.addInitScript(() => {
+      document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`));
+    });
+    page = await context.newPage();
+    page.on('console', (msg) => {
+      if (msg.type() === 'error') problems.push(`${msg.location().url}: ${msg.text()}`);
+    });
+    page.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
+  });
+  afterAll(async () => {
+    await context?.close();
+    await browser?.close();
+    await server?.close();
+    await smtp?.close();
+  });
+
+  /** The agent signs in to a website by the normal flow; the website's tokens. */
+  async function signInAt(website: { client_id: string; client_secret: string; redirect_uris: string[] }, signer: typeof agent, model: string) {
+    const { code, verifier } = await signInToCode(server, { client: website, agent: signer, model });
+    const res = await exchangeCode(server, website, code, verifier);
+    expect(res.statusCode).toBe(200);
+    return res.json() as { access_token: string; refresh_token: string };
+  }
+
+  it('signs in by email link, revokes one website of an agent, and the other keeps working', async () => {
+    agent = await server.createAgent(email);
+    await server.adminCall('PATCH', `/admin/agents/${agent.agent_id}`, { name: 'Research assistant' });
+    const shop = await server.createClient(['https://shop.example/callback']);
+    const news = await server.createClient(['https://news.example/callback']);
+    await server.adminCall('PATCH', `/admin/clients/${news.client_id}`, { name: 'Daily News' });
+    const atShop = await signInAt(shop, agent, 'claude-sonnet-4-5');
+    const atNews = await signInAt(news, agent, 'claude-sonnet-4-5');
+
+    await page.goto(`${issuer}/account`);
+    await expectAxeCleanEverywhere(page, 'portal-sign-in');
+    await page.getByLabel('Your email address').fill(email);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+    await page.goto(linkIn(await smtp.next(email, 5000, (mail) => mail.subject.includes('sign-in link'))));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${issuer}/account`);
+    await page.getByRole('heading', { name: 'Your account' }).waitFor();
+    await expect(page.locator('#agents-table').textContent()).resolves.toContain('Daily News');
+    await expectAxeCleanEverywhere(page, 'portal-agents');
+
+    await page.getByRole('link', { name: 'Research assistant' }).click();
+    await page.waitForURL(`${issuer}/account/agents/${agent.agent_id}`);
+    const rows = page.locator('#websites-table tbody tr');
+    await expect(rows.count()).resolves.toBe(2);
+    await expectAxeCleanEverywhere(page, 'portal-agent');
+
+    await page.getByRole('button', { name: 'Revoke Shop (https://shop.example)' }).click();
+    await page.getByText('Revoked: Shop has lost this agent’s tokens.').waitFor();
+    await expect(rows.count()).resolves.toBe(1);
+    await expect(rows.textContent()).resolves.toContain('Daily News');
+    expect((await introspect(server, shop, atShop.access_token)).json()).toEqual({ active: false });
+    expect((await introspect(server, news, atNews.access_token)).json()).toMatchObject({ active: true, model: 'claude-sonnet-4-5' });
+
+    for (const [link, heading, name] of [
+      ['History', 'History', 'portal-history'],
+      ['Settings', 'Settings', 'portal-settings'],
+      ['Passkeys', 'Your passkeys', 'portal-passkeys'],
+      ['Approvals', 'Sign-ins waiting for you', 'portal-approvals'],
+    ]) {
+      await page.getByRole('navigation').getByRole('link', { name: link }).click();
+      await page.getByRole('heading', { name: heading, level: 1 }).waitFor();
+      await expectAxeCleanEverywhere(page, name);
+    }
+    await page.getByRole('navigation').getByRole('link', { name: 'History' }).click();
+    await expect(page.locator('#history-table').textContent()).resolves.toContain('Revoked');
+    expect(problems).toEqual([]);
+  });
+
+  it('creates an agent (secret shown once, copied), rotates its secret, deactivates and deletes it', async () => {
+    await page.goto(`${issuer}/account`);
+    await page.getByLabel('Name').fill('Travel planner');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    const secret = page.locator('#new-secret');
+    await secret.waitFor();
+    const created = (await secret.textContent())!.trim();
+    expect(created).toMatch(/^aa_as_/);
+    await page.getByRole('button', { name: 'Copy' }).click();
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe(created);
+    await expectAxeCleanEverywhere(page, 'portal-agent-created');
+
+    await page.getByRole('link', { name: 'Open the agent’s page' }).click();
+    await page.getByRole('heading', { name: /Travel planner/ }).waitFor();
+    expect(await page.content()).not.toContain(created);
+    await page.getByRole('button', { name: 'Rotate secret' }).click();
+    await page.locator('#new-secret').waitFor();
+    const rotated = (await page.locator('#new-secret').textContent())!.trim();
+    expect(rotated).toMatch(/^aa_as_/);
+    expect(rotated).not.toBe(created);
+
+    await page.getByRole('button', { name: 'Deactivate' }).click();
+    await page.getByText('Deactivated: it is signed out everywhere').waitFor();
+    await page.getByRole('button', { name: 'Reactivate' }).waitFor();
+
+    await page.getByText('Delete this agent…').click();
+    await page.getByRole('button', { name: 'Yes, delete Travel planner' }).click();
+    await page.waitForURL(`${issuer}/account`);
+    await page.getByText('Travel planner deleted.').waitFor();
+    await expect(page.locator('#agents-table').textContent()).resolves.not.toContain('Travel planner');
+    expect(problems).toEqual([]);
+  });
+
+  it('pulls the kill switch after a confirmation', async () => {
+    const news = await server.createClient(['https://news2.example/callback']);
+    const tokens = await signInAt(news, agent, 'gpt-5');
+    await page.goto(`${issuer}/account`);
+    await page.getByText('Sign all my agents out everywhere…').click();
+    await page.getByRole('button', { name: 'Yes, sign all my agents out now' }).click();
+    await page.getByText('Done: every website has lost your agents’ tokens.').waitFor();
+    expect((await introspect(server, news, tokens.access_token)).json()).toEqual({ active: false });
+    expect(problems).toEqual([]);
+  });
+
+  it('signs out everywhere from the settings page', async () => {
+    await page.goto(`${issuer}/account/settings`);
+    await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).waitFor();
+    await page.goto(`${issuer}/account/agents/${agent.agent_id}`);
+    expect(page.url()).toBe(`${issuer}/account`);
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,0 +1,81 @@
+// The owners' portal (/account): each <form data-api="/account/api/…"> is sent to the JSON API with
+// fetch, as JSON from this origin (the API's defence against other sites' forms), and then:
+//   data-done="reload"        reloads the page, which shows data-notice;
+//   data-done="go:/path"      goes there, which shows data-notice;
+//   data-done="secret"        fills the hidden section named by data-secret with the answer's fields
+//                             ([data-field="agent_secret"] …) and shows it: a secret shown once, never stored.
+// Fields: a checkbox sends true/false; data-type="boolean" sends value === "true"; data-type="nullable"
+// sends null for an empty value. A refusal's error_description appears in the form's role=status element.
+(function () {
+  var KEY = 'portal-notice';
+  var notice = document.getElementById('portal-notice');
+  var kept = window.sessionStorage.getItem(KEY);
+  if (kept && notice) {
+    window.sessionStorage.removeItem(KEY);
+    notice.textContent = kept;
+    notice.hidden = false;
+  }
+
+  function fields(form) {
+    var data = {};
+    Array.prototype.forEach.call(form.elements, function (el) {
+      if (!el.name) return;
+      var type = el.getAttribute('data-type');
+      if (el.type === 'checkbox') data[el.name] = el.checked;
+      else if (type === 'boolean') data[el.name] = el.value === 'true';
+      else if (type === 'nullable') data[el.name] = el.value.trim() === '' ? null : el.value.trim();
+      else data[el.name] = el.value;
+    });
+    return data;
+  }
+
+  function showSecret(section, data) {
+    section.querySelectorAll('[data-field]').forEach(function (el) {
+      el.textContent = data[el.getAttribute('data-field')] || '';
+    });
+    section.querySelectorAll('a[data-agent-link]').forEach(function (a) {
+      a.href = '/account/agents/' + encodeURIComponent(data.agent_id);
+    });
+    section.hidden = false;
+    section.focus();
+  }
+
+  document.querySelectorAll('form[data-api]').forEach(function (form) {
+    var status = form.querySelector('[role=status]');
+    var say = function (text) { if (status) status.textContent = text; };
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var method = form.getAttribute('data-method') || 'POST';
+      var buttons = form.querySelectorAll('button');
+      buttons.forEach(function (b) { b.disabled = true; });
+      say('Working…');
+      fetch(form.getAttribute('data-api'), {
+        method: method,
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: method === 'DELETE' ? undefined : JSON.stringify(fields(form)),
+      })
+        .then(function (res) {
+          // The session ended (signed out elsewhere, or idle): the sign-in page.
+          if (res.status === 401) return void window.location.assign('/account');
+          return (res.status === 204 ? Promise.resolve({}) : res.json()).then(function (data) {
+            if (!res.ok) throw new Error(data.error_description || 'that did not work');
+            var done = form.getAttribute('data-done') || 'reload';
+            var message = form.getAttribute('data-notice');
+            if (done === 'secret') {
+              showSecret(document.getElementById(form.getAttribute('data-secret')), data);
+              say(message || '');
+              buttons.forEach(function (b) { b.disabled = false; });
+              return;
+            }
+            if (message) window.sessionStorage.setItem(KEY, message);
+            if (done.indexOf('go:') === 0) window.location.assign(done.slice(3));
+            else window.location.reload();
+          });
+        })
+        .catch(function (err) {
+          say('Not done: ' + err.message + '.');
+          buttons.forEach(function (b) { b.disabled = false; });
+        });
+    });
+  });
+})();
