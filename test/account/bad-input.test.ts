@@ -1,10 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
 import { expectJsonError } from '../helpers/fuzz.js';
-import { signInOwner } from '../helpers/owner.js';
-import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { serverWithMail, signInOwner } from '../helpers/owner.js';
+import { ISSUER } from '../helpers/server.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 interface Operation {
@@ -53,18 +52,10 @@ const HOSTILE_BODIES = [
  * success), never a 5xx, never a page or a stack.
  */
 describe(`bad input on the owner API (${storeName})`, () => {
-  let smtp: TestSmtp;
-  let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  const started = serverWithMail();
 
   it('answers hostile ids, bodies and field values with the error format, never a 5xx', async () => {
+    const { server, smtp } = started;
     const email = `owner-${Math.random().toString(36).slice(2)}@example.com`;
     const owner = await signInOwner(server.app, smtp, email);
     const agent = (await owner.call('POST', '/account/api/agents', { name: 'Target' })).json();

@@ -1,10 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { issueTokens, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { signInOwner } from '../helpers/owner.js';
-import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { serverWithMail, signInOwner } from '../helpers/owner.js';
+import { ISSUER } from '../helpers/server.js';
 
 type Method = 'POST' | 'PATCH' | 'DELETE' | 'PUT';
 type Headers = Record<string, string>;
@@ -25,19 +24,10 @@ const FOREIGN: [name: string, headers: Headers][] = [
  * preflight), and JSON from another origin or from an opaque one. The owner's state is unchanged after.
  */
 describe(`CSRF: every owner state change refuses cross-site shapes (${storeName})`, () => {
-  let smtp: TestSmtp;
-  let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000', RATE_LIMIT_PASSKEY_SIGN_IN_PER_IP: '1000' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  const started = serverWithMail({ RATE_LIMIT_PASSKEY_SIGN_IN_PER_IP: '1000' });
 
   async function stateChanges(): Promise<[Method, string][]> {
-    const doc = (await server.app.inject({ url: '/docs/json' })).json();
+    const doc = (await started.server.app.inject({ url: '/docs/json' })).json();
     const routes: [Method, string][] = [];
     for (const [path, operations] of Object.entries<Record<string, unknown>>(doc.paths)) {
       if (!path.startsWith('/account')) continue;
@@ -47,6 +37,7 @@ describe(`CSRF: every owner state change refuses cross-site shapes (${storeName}
   }
 
   it('refuses a form, text/plain, and JSON from a foreign or opaque origin on each of them, with 403 or 415', async () => {
+    const { server, smtp } = started;
     const email = `owner-${Math.random().toString(36).slice(2)}@example.com`;
     const owner = await signInOwner(server.app, smtp, email);
     const agent = { ...(await owner.call('POST', '/account/api/agents', { name: 'Kept' })).json(), email };
@@ -115,6 +106,7 @@ describe(`CSRF: every owner state change refuses cross-site shapes (${storeName}
   });
 
   it('takes the same calls from a script (no Origin) and from its own pages (Origin null, Sec-Fetch-Site same-origin)', async () => {
+    const { server, smtp } = started;
     const owner = await signInOwner(server.app, smtp, `owner-${Math.random().toString(36).slice(2)}@example.com`);
     for (const headers of [{}, { origin: 'null', 'sec-fetch-site': 'same-origin' }, { origin: ISSUER, 'sec-fetch-site': 'same-origin' }]) {
       const res = await server.app.inject({

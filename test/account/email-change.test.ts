@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
-import { signInOwner, useLink } from '../helpers/owner.js';
-import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
-import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { serverWithMail, signInOwner, useLink } from '../helpers/owner.js';
+import { ISSUER } from '../helpers/server.js';
+import { linkIn } from '../helpers/smtp.js';
 
 const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
 const pathOf = (link: string) => {
@@ -11,18 +11,10 @@ const pathOf = (link: string) => {
 };
 
 describe(`owners change their email address (${storeName})`, () => {
-  let smtp: TestSmtp;
-  let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  const started = serverWithMail();
 
   it('moves the account once a link to the new address is used, verified; the old address is told', async () => {
+    const { server, smtp } = started;
     const [before, after] = [fresh(), fresh()];
     const owner = await signInOwner(server.app, smtp, before);
     const asked = await owner.call('POST', '/account/api/me/email', { email: after });
@@ -46,6 +38,7 @@ describe(`owners change their email address (${storeName})`, () => {
   });
 
   it('answers alike for an address another account has, and the link then moves nothing', async () => {
+    const { server, smtp } = started;
     const taken = fresh();
     await signInOwner(server.app, smtp, taken);
     const owner = await signInOwner(server.app, smtp, fresh());
@@ -60,6 +53,7 @@ describe(`owners change their email address (${storeName})`, () => {
   });
 
   it('needs a sign-in of the last 5 minutes, a session, and an email address', async () => {
+    const { server, smtp } = started;
     const email = fresh();
     const owner = await signInOwner(server.app, smtp, email);
     await server.services.db.query(
