@@ -10,6 +10,7 @@ import adminKeyRoutes from './admin/signing-keys.js';
 import consolePlugin from './console/index.js';
 import { Unauthorized } from './errors.js';
 import { type AppOptions, createFastify } from './fastify.js';
+import { emptyJsonIsEmptyObject } from './plugins/empty-json.js';
 import errorHandler from './plugins/error-handler.js';
 import { metricsEndpoint } from './plugins/metrics.js';
 import rateLimits, { ADMIN_FAILURES, byAddress } from './plugins/rate-limit.js';
@@ -35,6 +36,7 @@ export async function buildAdminApp(
 
   await app.register(
     async (admin) => {
+      emptyJsonIsEmptyObject(admin);
       admin.addHook('onRequest', async (request) => {
         const refused = failures.refusal(request);
         if (refused) throw refused;

@@ -212,8 +212,18 @@ function resourceCommand(resource: Resource): Command {
 
   cmd
     .command('rotate-secret <id>')
-    .description(`issue a new ${singular} secret; the old one stops working`)
-    .action(async (id: string, _options, c: Command) => output(c, await request(globals(c), 'POST', `${path(id)}/secret`)));
+    .description(`issue a new ${singular} secret; the old one stops working, and so do the ${singular}'s tokens and sign-ins in flight`)
+    .option('--no-revoke-grants', 'keep the tokens already issued working: only the old secret stops')
+    .action(async (id: string, options: { revokeGrants: boolean }, c: Command) => {
+      output(c, await request(globals(c), 'POST', `${path(id)}/secret`, { revoke_grants: options.revokeGrants }));
+      if (!globals(c).json && !globals(c).env) {
+        console.error(
+          options.revokeGrants
+            ? `note: the old secret, every token of this ${singular} and every sign-in in flight no longer work`
+            : `note: only the old secret no longer works; tokens already issued keep working`,
+        );
+      }
+    });
 
   cmd
     .command('delete <id>')

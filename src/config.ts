@@ -107,6 +107,22 @@ const envSchema = z.object({
         'Without `DATABASE_URL`, the embedded database lives in `$DATA_DIR/pglite`; `memory` keeps it in memory (lost at exit). The generated admin token is kept here in any case (see `ADMIN_TOKEN`); with `memory`, `ADMIN_TOKEN` must be set.',
       ),
     ),
+  DATA_DIR_MIN_FREE_MB: count
+    .default(64)
+    .meta(
+      about(
+        'Free space (MB) the disk of `DATA_DIR` must have for the embedded store to start.',
+        'With the embedded store, the server refuses to start, with one line saying how much is free and how much is needed, when the filesystem that holds `DATA_DIR` has less than this many megabytes free: a new store takes about 40 MB, and an existing one needs room for its write-ahead log (16 MB segments). `0` turns the check off.',
+      ),
+    ),
+  DATA_DIR_LOW_FREE_MB: count
+    .default(256)
+    .meta(
+      about(
+        'Free space (MB) of `DATA_DIR` below which a running server warns.',
+        'With the embedded store, the free space of the disk that holds `DATA_DIR` is checked every 30 s and exported as the gauge `agent_auth_data_dir_free_bytes`; when it falls below this many megabytes, a warning is logged (once, and again after it has recovered), before the disk fills and writes fail with 503.',
+      ),
+    ),
   JWT_SECRET: secret
     .optional()
     .meta(
@@ -480,6 +496,8 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     databaseUrl: e.DATABASE_URL,
     databaseTimeoutMs: e.DATABASE_TIMEOUT_MS,
     dataDir: e.DATA_DIR,
+    dataDirMinFreeMb: e.DATA_DIR_MIN_FREE_MB,
+    dataDirLowFreeMb: e.DATA_DIR_LOW_FREE_MB,
     /** Configured signing secrets, newest first; empty means "use the one kept in the store". */
     jwtSecrets: e.JWT_SECRETS ?? (e.JWT_SECRET ? [e.JWT_SECRET] : []),
     ttl: {

@@ -1,5 +1,6 @@
 import closeWithGrace from 'close-with-grace';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, defaultOf, loadConfig } from './config.js';
+import { diskFullFailure, freeBytes, megabytes } from './db/data-dir-space.js';
 import { startServer } from './server.js';
 
 async function main() {
@@ -18,7 +19,9 @@ async function main() {
       `agent-auth: warning: ID_TOKEN_SIGNING_ALG=${config.idTokenSigningAlg} breaks clients that assume RS256; RS256 is recommended (a website may register its own id_token_signed_response_alg)\n`,
     );
   }
-  const server = await startServer(config);
+  const server = await startServer(config).catch(async (err: unknown) => {
+    throw new Error(await startFailure(err, config));
+  });
   // The pre-stop delay, then up to 10 s to drain; past that the process exits 1.
   closeWithGrace({ delay: (config.shutdownDelaySeconds + 10) * 1000 }, async ({ err, signal }) => {
     if (err) process.stderr.write(`agent-auth: shutting down after error: ${err.message}\n`);
@@ -42,7 +45,34 @@ async function main() {
   );
 }
 
+/** Anything thrown, as one line of text: never `[object Object]`. */
+function describe(err: unknown): string {
+  let text = String(err);
+  if (err instanceof Error) text = err.message;
+  else if (typeof err === 'object' && err !== null) {
+    const { message, name, errno, code } = err as Record<string, unknown>;
+    const named = [name, errno ?? code].filter((part) => part !== undefined).join(' ');
+    text = typeof message === 'string' ? message : named || JSON.stringify(err);
+  }
+  return text.replace(/\s*\n\s*/g, ' ');
+}
+
+/**
+ * Why the server could not start, in one readable line. The embedded engine failing as it does on
+ * a full disk (a bare `Aborted()`, an errno without a message) is named for what it most likely is.
+ */
+async function startFailure(err: unknown, config: Config): Promise<string> {
+  const diskFull = diskFullFailure(err);
+  if (config.databaseUrl || config.dataDir === 'memory' || !diskFull) return describe(err);
+  const free = await freeBytes(config.dataDir).then(megabytes, () => 'unknown');
+  const needed = config.dataDirMinFreeMb || defaultOf('DATA_DIR_MIN_FREE_MB');
+  return (
+    `the embedded store in DATA_DIR ${config.dataDir} could not write (${diskFull}): ` +
+    `its disk is most likely full (${free} MB free; it needs at least ${needed} MB, DATA_DIR_MIN_FREE_MB)`
+  );
+}
+
 main().catch((err) => {
-  process.stderr.write(`agent-auth: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`agent-auth: failed to start: ${describe(err)}\n`);
   process.exit(1);
 });

@@ -55,6 +55,11 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers,
     }),
+    dataDirFreeBytes: new Gauge({
+      name: 'agent_auth_data_dir_free_bytes',
+      help: 'Free bytes on the disk that holds DATA_DIR (the embedded store only), checked every 30 s',
+      registers,
+    }),
     ownerApprovals: new Counter({
       name: 'agent_auth_owner_approvals_total',
       help: "Owner approval of agents' sign-ins: requested (a sign-in waits for its owner), approved, denied (by the owner), expired (ran out of time while waiting)",

@@ -6,6 +6,7 @@ import { resolveAdminToken } from './admin/admin-token.js';
 import { buildAdminApp } from './admin-app.js';
 import { buildApp } from './app.js';
 import type { Config } from './config.js';
+import { watchDataDirSpace } from './jobs/disk-space.js';
 import { schedulePurge } from './jobs/purge.js';
 import { loggerOptions } from './logger.js';
 import { startLogoutSender } from './logout/sender.js';
@@ -48,6 +49,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
       auditRetentionWithoutAgentDays: config.auditRetentionWithoutAgentDays,
       log: logger,
     });
+    // The embedded store on disk: warn before its disk fills.
+    const embeddedOnDisk = !config.databaseUrl && config.dataDir !== 'memory';
+    const stopDiskWatch = embeddedOnDisk ? await watchDataDirSpace({ ...services, log: logger }) : async () => {};
     // Back-channel logout: every instance sends from the shared outbox (OpenID Connect mode only).
     const { signingKeys } = services;
     const sender = signingKeys && (await startLogoutSender({ ...services, signingKeys, log: logger.child({ job: 'logout' }) }));
@@ -64,6 +68,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         app.server.on('request', (_request: IncomingMessage, response: ServerResponse) => void (response.shouldKeepAlive = false));
         await sleep(config.shutdownDelaySeconds * 1000);
         await stopPurge();
+        await stopDiskWatch();
         await sender?.stop();
         await Promise.all([app.close(), admin.close()]);
         await services.db.close();

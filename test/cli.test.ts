@@ -280,6 +280,19 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
     expect(next.events.map((e: { id: number }) => e.id)).toEqual([all.events[1].id]);
   });
 
+  it('rotate-secret ends the grants too, unless --no-revoke-grants; it says which on stderr', async () => {
+    const shop = await admin('POST', '/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
+    const agent = await admin('POST', '/agents', { email: 'rotator@example.com' });
+    await signIn(shop, agent.agent_id, 'm');
+    const kept = await cli(['agents', 'rotate-secret', agent.agent_id, '--no-revoke-grants']);
+    expect(kept.code, kept.stderr).toBe(0);
+    expect(kept.stderr).toContain('note: only the old secret no longer works; tokens already issued keep working');
+    expect(await reasons(agent.agent_id)).toEqual([null]);
+    const rotated = await cliJson(['clients', 'rotate-secret', shop.client_id]);
+    expect(rotated.client_secret).not.toBe(shop.client_secret);
+    expect(await reasons(agent.agent_id)).toEqual(['admin_client']);
+  });
+
   it('revokes at every level and reports how many grants went', async () => {
     const shop = await admin('POST', '/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
     const [a, b, c] = [

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -186,6 +188,37 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
       expect(res.code).toBe(0);
       expect(res.stdout).toContain('not ready; draining in 2 s');
       expect(Date.now() - sent).toBeLessThan(12_000);
+    });
+
+    it('answers a request that arrives while the listener closes with our 503 and Retry-After, not Fastify’s own', async () => {
+      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const { child, exit, url } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn' });
+      const port = Number(new URL(url).port);
+      const socket = net.connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      let answer = '';
+      socket.on('data', (d) => (answer += d));
+      const ended = once(socket, 'close');
+      // Half a request: the connection is busy, so the listener's close waits for it.
+      socket.write('GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: localhost\r\n');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      child.kill('SIGTERM');
+      // The listener is closing once it refuses new connections; the rest of the request arrives after that.
+      const refused = () =>
+        new Promise<boolean>((resolve) => {
+          const probe = net.connect(port, '127.0.0.1');
+          probe.on('connect', () => (probe.destroy(), resolve(false)));
+          probe.on('error', () => resolve(true));
+        });
+      for (let i = 0; i < 100 && !(await refused()); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.write('\r\n');
+      await ended;
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head).toMatch(/^HTTP\/1\.1 503 /);
+      expect(head).toMatch(/^retry-after: 5$/im);
+      expect(head).toMatch(/^connection: close$/im);
+      expect(JSON.parse(body)).toEqual({ error: 'temporarily_unavailable', error_description: 'the server is shutting down; try again' });
+      expect((await exit).code).toBe(0);
     });
 
     // Two processes writing one embedded store lose each other's writes.

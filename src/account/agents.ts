@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { atLeastOne, name } from '../admin/schemas.js';
+import { atLeastOne, name, rotateBody } from '../admin/schemas.js';
 import { createAgent, deleteAgent, listAgents, ownAgent, revokeAll, revokeWebsite, rotateAgentSecret, updateAgent } from '../owners/agents.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
@@ -108,14 +108,19 @@ export default async function agentRoutes(fastify: FastifyInstance) {
     {
       schema: {
         tags: ['owner'],
-        description: 'A new secret for the agent, shown once; the old one stops working at once.',
+        description:
+          'A new secret for the agent, shown once; the old one stops working at once. Unless revoke_grants is false, ' +
+          'every grant of the agent and every sign-in in flight end too, everywhere at once (its tokens stop working). ' +
+          'The body may be left out: no body, or {}, revokes.',
         params: agentParams,
-        response: { 200: withSecret, ...errors(NOT_FOUND) },
+        body: rotateBody,
+        response: { 200: withSecret, ...errors({ 400: 'invalid_request: a field is unknown or not valid', ...NOT_FOUND, ...BODY_REFUSED }) },
       },
     },
     async (request) => {
       const { user_id: userId } = signedInOwner(request);
-      return withWebsites(userId, await rotateAgentSecret(services, userId, request.params.id));
+      const revokeGrants = request.body?.revoke_grants ?? true;
+      return withWebsites(userId, await rotateAgentSecret(services, userId, request.params.id, revokeGrants, { log: request.log }));
     },
   );
 

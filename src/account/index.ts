@@ -2,6 +2,7 @@ import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { UnsupportedMediaType } from '../errors.js';
 import { currentOwner, sessionCookie } from '../owners/sessions.js';
+import { emptyJsonIsEmptyObject } from '../plugins/empty-json.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
 import agentKeyRoutes from './agent-keys.js';
@@ -38,12 +39,7 @@ export default async function accountPlugin(app: FastifyInstance) {
     if (session) request.owner = { ...session, secret: secret! };
   });
 
-  // A DELETE (or a sign-out) carries the JSON content type but no body: an empty body is an empty object here.
-  const json = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
-    body === '' ? done(null, {}) : json(request, String(body), done),
-  );
+  emptyJsonIsEmptyObject(app);
   // Pages and the portal's forms fail with a page of the portal; the API with JSON.
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const error = toOAuthError(err, request);

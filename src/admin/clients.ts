@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import { InvalidRequest } from '../errors.js';
 import { type AdminListener, logoutUriProblem } from '../logout/delivery-address.js';
 import { SIGNING_ALGS } from '../protocol/signing.js';
+import { clientRecords } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
 import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schemas.js';
 
@@ -46,6 +47,6 @@ export default adminResource({
   view: clientView,
   create: clientCreate,
   patch: clientPatch,
-  records: ({ store }) => store.clients,
+  records: (services, context) => clientRecords(services, context),
   check: ({ config }, body) => checkLogoutUri(config, body.backchannel_logout_uri),
 });

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Services } from '../services.js';
-import { idParams } from './schemas.js';
+import { idParams, rotateBody } from './schemas.js';
 
 // Rows as the store returns them; the response schemas pick the fields that go out.
 type Row = Record<string, any>;
@@ -14,7 +14,8 @@ interface ResourceStore<Create, Patch> {
   list(): Promise<Row[]>;
   get(id: string): Promise<Row | undefined>;
   update(id: string, patch: Patch): Promise<Row | undefined>;
-  rotateSecret(id: string): Promise<Row | undefined>;
+  /** `revokeGrants`: also end every grant and sign-in in flight of the record (src/tokens/revocation.ts). */
+  rotateSecret(id: string, revokeGrants: boolean): Promise<Row | undefined>;
   remove(id: string): Promise<boolean>;
 }
 
@@ -91,9 +92,10 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
       await audit('updated', request.params.id, { fields: Object.keys(request.body as object) });
       return updated;
     });
-    app.post(`${byId}/secret`, { schema: { params: idParams, response: { 200: withSecret } } }, async (request) => {
-      const rotated = found(request.params.id, await records(request).rotateSecret(request.params.id));
-      await audit('secret_rotated', request.params.id);
+    app.post(`${byId}/secret`, { schema: { params: idParams, body: rotateBody, response: { 200: withSecret } } }, async (request) => {
+      const revokeGrants = request.body?.revoke_grants ?? true;
+      const rotated = found(request.params.id, await records(request).rotateSecret(request.params.id, revokeGrants));
+      await audit('secret_rotated', request.params.id, { revoke_grants: revokeGrants });
       return rotated;
     });
     app.delete(byId, { schema: { params: idParams } }, async (request, reply) => {

@@ -49,3 +49,13 @@ export const agentView = z.object({
   secret_enabled: z.boolean().describe('false: the agent is key-only, its secret is refused'),
   created_at: z.date(),
 });
+
+/** The optional body of a secret rotation; none (Fastify's null), or `{}`, revokes. */
+export const rotateBody = z
+  .strictObject({
+    revoke_grants: z
+      .boolean()
+      .optional()
+      .describe('default true: every grant and every sign-in in flight ends too, on every instance; false: only the old secret stops working'),
+  })
+  .nullish();

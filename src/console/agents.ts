@@ -57,7 +57,13 @@ export default async function agentPages(app: FastifyInstance) {
       secretLabel: 'Agent secret',
       notices: {
         activated: 'Agent activated.',
-        deactivated: 'Agent deactivated: it cannot sign in, and its grants have ended (websites with a logout URI are told).',
+        deactivated:
+          'Agent deactivated: it cannot sign in, and its grants and sign-ins in flight have ended (websites with a logout URI are told); ' +
+          'activating it again brings none of them back.',
+        rotated: (revoked) =>
+          revoked
+            ? 'New secret issued. The old secret, every token of this agent at every website and every sign-in in flight no longer work: websites must sign it in again.'
+            : 'New secret issued. Only the old secret no longer works: tokens already issued to websites keep working until they expire or are revoked.',
         revoked: (count) => `Kill switch: ${grantCount(count)} revoked; every website has lost this agent's tokens.`,
       },
     }),

@@ -52,11 +52,12 @@ interface ResourceActions {
     context: EventContext,
   ): {
     update(id: string, patch: never): Promise<unknown>;
-    rotateSecret(id: string): Promise<Record<string, unknown> | undefined>;
+    rotateSecret(id: string, revokeGrants: boolean): Promise<Record<string, unknown> | undefined>;
   };
   secretField: string;
   secretLabel: string;
-  notices: { activated: string; deactivated: string; revoked(count: number): string };
+  /** `rotated`: what stops working after a rotation, with the grants revoked or not. */
+  notices: { activated: string; deactivated: string; rotated(revokedGrants: boolean): string; revoked(count: number): string };
 }
 
 export const grantCount = (count: number) => `${count} grant${count === 1 ? '' : 's'}`;
@@ -81,10 +82,12 @@ export function resourceActions(options: ResourceActions) {
 
     app.post(`/${options.path}/:id/secret`, page, async (request, reply) => {
       const id = idParam(request, options.noun);
-      const rotated = found(await records(request).rotateSecret(id), options.noun, id);
-      await recordAdminAction(app.services, options.noun, 'secret_rotated', id);
+      // The form's checkbox, checked by default: a browser sends it only when it is still checked.
+      const revokeGrants = form(request).revoke_grants === 'true';
+      const rotated = found(await records(request).rotateSecret(id, revokeGrants), options.noun, id);
+      await recordAdminAction(app.services, options.noun, 'secret_rotated', id, { revoke_grants: revokeGrants });
       return redirectWith(request, reply, back(id), {
-        notice: 'New secret issued; the old one no longer works.',
+        notice: options.notices.rotated(revokeGrants),
         secret: { label: options.secretLabel, value: String(rotated[options.secretField]) },
       });
     });

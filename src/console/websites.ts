@@ -3,6 +3,7 @@ import { checkLogoutUri, clientCreate, clientPatch } from '../admin/clients.js';
 import { found } from '../admin/grants.js';
 import { recordAdminAction } from '../admin/resource.js';
 import { InvalidRequest } from '../errors.js';
+import { clientRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions } from './resource.js';
@@ -83,12 +84,16 @@ export default async function websitePages(app: FastifyInstance) {
       path: 'websites',
       noun: 'client',
       patch: clientPatch,
-      records: ({ store }) => store.clients,
+      records: (services, context) => clientRecords(services, context),
       secretField: 'client_secret',
       secretLabel: 'Client secret',
       notices: {
         activated: 'Website activated: sign-ins work again.',
         deactivated: 'Website deactivated: no sign-in, token or refresh works while it is off.',
+        rotated: (revoked) =>
+          revoked
+            ? 'New secret issued. The old secret, every token this website holds and its sign-ins in flight no longer work: agents must sign in to it again.'
+            : 'New secret issued. Only the old secret no longer works: tokens the website holds keep working (refreshing them needs the new secret).',
         revoked: (count) => `${grantCount(count)} revoked.`,
       },
     }),

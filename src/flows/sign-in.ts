@@ -188,13 +188,15 @@ export async function loadBrowserSignIn(
   requestId: string,
   secret: string | undefined,
   context: EventContext,
+  /** True: a completed sign-in is loaded too, for its browser to complete again (tryComplete). */
+  completed = false,
 ): Promise<BrowserSignIn> {
   const details = await deps.store.signIns.getDetails(requestId);
   if (!details) throw new NotFound('the authorization request does not exist');
   noticeExpiry(deps, details, context);
   const ended = endedError(details, 400);
   if (ended) throw ended;
-  if (details.status === 'completed') throw new InvalidRequest('this sign-in has already been completed');
+  if (details.status === 'completed' && !completed) throw new InvalidRequest('this sign-in has already been completed');
   if (!secret || !safeEqual(details.browser_hash, bindingHash(secret))) {
     throw new InvalidRequest('this sign-in was started in another browser; start again from the website');
   }
@@ -207,12 +209,17 @@ const endedFacts = (requestId: string, { client_id, agent_id, model }: EndedSign
 /**
  * authenticated -> completed: issues the code for this browser's sign-in and returns the website's
  * redirect URL; undefined when the sign-in was not authenticated, unexpired and this browser's.
+ * Retry-safe: the same browser back for a sign-in it completed whose code was never redeemed gets a
+ * fresh code that spends the undelivered one (src/store/sign-ins.ts, complete), so that a lost
+ * answer (a 503 whose write committed anyway) does not lose the sign-in.
  */
 export async function tryComplete(deps: SignInDeps, { requestId, secret }: BrowserStep, context: EventContext): Promise<string | undefined> {
   const { config, store } = deps;
   const done = await store.signIns.complete(requestId, bindingHash(secret), config.ttl.authCode);
   if (!done) return undefined;
-  deps.events.emit('sign-in.completed', endedFacts(requestId, done), context);
+  // The sign-in completed once; a retry is not a second completion.
+  if (done.again) context.log.info({ request_id: requestId }, 'sign-in completed again by its browser: its undelivered code replaced');
+  else deps.events.emit('sign-in.completed', endedFacts(requestId, done), context);
   return redirectToClient(done.redirect_uri, { code: done.code, state: done.state, iss: config.issuer });
 }
 

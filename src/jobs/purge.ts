@@ -2,6 +2,7 @@ import type { Events } from '../events/emitter.js';
 import type { Log } from '../logger.js';
 import type { Store } from '../store/index.js';
 import type { AuditRetention } from '../store/maintenance.js';
+import { repeat } from './repeat.js';
 
 const BATCH = 1000;
 
@@ -40,36 +41,14 @@ export async function purgeExpired({ store, events }: PurgeDeps, { log, ...reten
   return removed;
 }
 
-/**
- * Runs the purge every `intervalSeconds` in the background; returns the function that stops it
- * (and waits for a run under way). The next run is timed from the end of the previous one, so
- * runs never overlap however long one takes (a big backlog, a slow database).
- */
+/** Runs the purge every `intervalSeconds` in the background; returns the function that stops it. */
 export function schedulePurge(deps: PurgeDeps, intervalSeconds: number, options: PurgeOptions): () => Promise<void> {
   const { log } = options;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-
-  async function run() {
+  return repeat(intervalSeconds, async () => {
     try {
       log.debug({ removed: await purgeExpired(deps, options) }, 'purged expired rows');
     } catch (err) {
       log.warn({ err: { message: (err as Error).message } }, 'purge failed; will retry');
     }
-    if (!stopped) schedule();
-  }
-  function schedule() {
-    timer = setTimeout(() => {
-      running = run();
-    }, intervalSeconds * 1000);
-    timer.unref();
-  }
-
-  schedule();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
-  };
+  });
 }

@@ -5,7 +5,7 @@ import { redirectOrigin } from '../oauth/redirect.js';
 import type { Store } from '../store/index.js';
 import type { OwnerAgentLastSignIn } from '../store/owner-agents.js';
 import type { ApprovalPolicy } from '../store/owners.js';
-import { agentRecords, revokeAtLevel } from '../tokens/revocation.js';
+import { agentRecords, revokeAtLevel, rotateSecret } from '../tokens/revocation.js';
 
 export interface OwnerAgentDeps {
   config: Pick<Config, 'owners'>;
@@ -77,10 +77,12 @@ export async function updateAgent(
   return agent;
 }
 
-export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, agentId: string) {
-  const agent = await deps.store.ownerAgents.rotateSecret(userId, agentId);
+/** A new secret; unless `revokeGrants` is false, the agent's grants and sign-ins in flight end too, as an operator's rotation does. */
+export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, agentId: string, revokeGrants: boolean, context: EventContext) {
+  const target = { level: 'agent', id: agentId, revokeGrants } as const;
+  const agent = await rotateSecret(deps, target, () => deps.store.ownerAgents.rotateSecret(userId, agentId), context, 'owner');
   if (!agent) throw noSuchAgent(agentId);
-  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_secret_rotated', userId, agentId });
+  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_secret_rotated', userId, agentId, detail: { revoke_grants: revokeGrants } });
   return agent;
 }
 

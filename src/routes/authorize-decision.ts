@@ -33,14 +33,16 @@ export default async function authorizeDecisionRoute(fastify: FastifyInstance) {
   app.post('/authorize/decision', { schema, config: { html: true } }, async (request, reply) => {
     const { request_id: requestId, csrf_token: token, decision } = request.body;
     const context = { log: request.log };
-    const { details, secret } = await loadBrowserSignIn(app.services, requestId, request.bindingSecret(requestId), context);
-    if (!config.requireApproval || details.status !== 'authenticated') {
+    // An approval posted again after its answer was lost: complete() replaces the undelivered code.
+    const approve = decision === 'approve';
+    const { details, secret } = await loadBrowserSignIn(app.services, requestId, request.bindingSecret(requestId), context, approve);
+    if (!config.requireApproval || !(details.status === 'authenticated' || (approve && details.status === 'completed'))) {
       throw new InvalidRequest('this sign-in is not waiting for approval');
     }
     if (!csrfTokenMatches(secret, requestId, token)) throw new InvalidRequest('the form token is invalid; reload the page');
 
     // 303: the browser follows with a GET, never re-posting the form to the website (RFC 9700 4.12).
-    const decide = decision === 'approve' ? complete : deny;
+    const decide = approve ? complete : deny;
     const location = await decide(app.services, { requestId, secret }, context);
     return reply.unbindBrowser(requestId).redirect(location, 303);
   });

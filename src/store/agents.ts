@@ -1,5 +1,6 @@
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
+import { endSignInsInFlight } from './grant-admin.js';
 import { type EndedGrant, endGrants } from './grants.js';
 
 export interface Agent {
@@ -83,8 +84,9 @@ export function createAgentStore(db: Db) {
     },
 
     /**
-     * Deactivating an agent ends its grants in the same transaction (endGrants: the websites hear of
-     * it by back-channel logout). `ended` lists them, for src/tokens/revocation.ts to announce.
+     * Deactivating an agent ends its grants and its sign-ins in flight (requests, unspent codes) in
+     * the same transaction (endGrants: the websites hear of it by back-channel logout), so that a
+     * reactivation brings none of them back. `ended` lists the grants, for src/tokens/revocation.ts to announce.
      */
     async update(
       id: string,
@@ -98,7 +100,10 @@ export function createAgentStore(db: Db) {
           [id, patch.name !== undefined, patch.name ?? null, patch.active ?? null, patch.secret_enabled ?? null],
         );
         if (rowCount === 0) return undefined;
-        return patch.active === false ? endGrants(tx, { which: 'agent_id = $1', params: [id], reason: 'agent_deactivated' }) : [];
+        if (patch.active !== false) return [];
+        // As the kill switch: nothing begun before the deactivation works after a reactivation.
+        await endSignInsInFlight(tx, 'agent', [id]);
+        return endGrants(tx, { which: 'agent_id = $1', params: [id], reason: 'agent_deactivated' });
       });
       return ended && { ...(await get(id))!, ended };
     },

@@ -1,4 +1,4 @@
-import type { Db } from '../db/types.js';
+import type { Db, Queryable } from '../db/types.js';
 import { type EndedGrant, endGrants, GRANT_JOINS, LIVE_GRANT } from './grants.js';
 
 /** One sign-in of one agent at one website, as its owner and the operators see it. */
@@ -66,6 +66,28 @@ const LEVELS: Record<RevocationLevel, { owner: string; which: string; inFlight?:
   },
 };
 
+/**
+ * Ends the sign-ins in flight at a level above the grant (none at the grant level): open requests
+ * are denied (access_denied) and unspent codes spent, request first, in the order a sign-in moves.
+ * Run on the transaction that ends the grants (revoke below, an agent's deactivation), so that
+ * nothing begun before yields a token after.
+ */
+export async function endSignInsInFlight(q: Queryable, level: RevocationLevel, keys: string[]): Promise<void> {
+  const { owner, inFlight } = LEVELS[level];
+  if (!inFlight) return;
+  await q.query(
+    `WITH owner AS (${owner})
+     UPDATE auth_requests SET status = 'error', error = 'access_denied', completed_at = now()
+     WHERE status IN ('pending', 'authenticated') AND expires_at > now() AND ${inFlight}`,
+    keys,
+  );
+  await q.query(
+    `WITH owner AS (${owner})
+     UPDATE auth_codes SET used_at = now() WHERE used_at IS NULL AND expires_at > now() AND ${inFlight}`,
+    keys,
+  );
+}
+
 const GRANT_ROWS = `SELECT g.id AS grant_id, g.agent_id, u.email, g.client_id, c.name AS client_name, g.scope, g.model, g.created_at,
     g.last_refreshed_at, g.expires_at, g.revoked_at, g.revoked_reason, (${LIVE_GRANT}) AS active
   FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = g.user_id`;
@@ -132,23 +154,11 @@ export function createGrantAdminStore(db: Db) {
      * does not exist.
      */
     async revoke(level: RevocationLevel, keys: string[], reason: string): Promise<EndedGrant[] | undefined> {
-      const { owner, which, inFlight } = LEVELS[level];
+      const { owner, which } = LEVELS[level];
       return db.transaction(async (tx) => {
         const { rows } = await tx.query<{ found: boolean }>(`WITH owner AS (${owner}) SELECT EXISTS (SELECT 1 FROM owner) AS found`, [keys[0]]);
         if (!rows[0].found) return undefined;
-        if (inFlight) {
-          await tx.query(
-            `WITH owner AS (${owner})
-             UPDATE auth_requests SET status = 'error', error = 'access_denied', completed_at = now()
-             WHERE status IN ('pending', 'authenticated') AND expires_at > now() AND ${inFlight}`,
-            keys,
-          );
-          await tx.query(
-            `WITH owner AS (${owner})
-             UPDATE auth_codes SET used_at = now() WHERE used_at IS NULL AND expires_at > now() AND ${inFlight}`,
-            keys,
-          );
-        }
+        await endSignInsInFlight(tx, level, keys);
         return endGrants(tx, { with: `owner AS (${owner})`, which, params: keys, reason });
       });
     },

@@ -177,22 +177,39 @@ export function createSignInStore(db: Db) {
     },
 
     /**
-     * authenticated -> completed, issuing the authorization code in the same statement.
-     * Returns the code (shown once, stored hashed) or undefined when the request could not complete.
+     * authenticated -> completed, issuing the authorization code in the same statement. Or, when the
+     * same browser comes back to a sign-in already completed whose code is still unspent (the answer
+     * carrying it was lost: a 503 whose write committed anyway, a dropped connection), a fresh code
+     * that replaces it: the undelivered one is spent by the statement that issues its successor, so
+     * that there is never a moment when both work, and a code already redeemed (or spent by a kill
+     * switch) stays that way. `again` says which. Returns the code (shown once, stored hashed) or
+     * undefined when the request could not complete.
      */
     async complete(id: string, browserHash: string, codeTtlSeconds: number) {
       const code = generateSecret('aa_code');
-      const { rows } = await db.query<EndedSignIn>(
+      const { rows } = await db.query<EndedSignIn & { again: boolean }>(
         `WITH done AS (
            UPDATE auth_requests SET status = 'completed', completed_at = now()
            WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND approval IS DISTINCT FROM 'pending' AND expires_at > now()
            RETURNING id, client_id, agent_id, redirect_uri, state, code_challenge, scope, model
+         ), undelivered AS (
+           -- Both branches read the request as it was before this statement: at most one applies.
+           -- The request is checked once, before auth_codes is read at all (an uncorrelated EXISTS),
+           -- so that the usual completion never looks there.
+           UPDATE auth_codes c SET used_at = now()
+           WHERE EXISTS (SELECT 1 FROM auth_requests r
+                         WHERE r.id = $1 AND r.browser_hash = $2 AND r.status = 'completed' AND r.expires_at > now())
+             AND c.request_id = $1 AND c.used_at IS NULL AND c.expires_at > now()
+           RETURNING c.request_id AS id, c.client_id, c.agent_id, c.redirect_uri, (SELECT state FROM auth_requests WHERE id = $1) AS state,
+             c.code_challenge, c.scope, c.model
+         ), issued AS (
+           SELECT *, false AS again FROM done UNION ALL SELECT *, true AS again FROM undelivered
          ), code AS (
            INSERT INTO auth_codes (code_hash, request_id, client_id, agent_id, redirect_uri, code_challenge, scope, model, expires_at)
            SELECT $3, id, client_id, agent_id, redirect_uri, code_challenge, scope, model, now() + make_interval(secs => $4)
-           FROM done
+           FROM issued
          )
-         SELECT redirect_uri, state, client_id, agent_id, model FROM done`,
+         SELECT redirect_uri, state, client_id, agent_id, model, again FROM issued`,
         [id, browserHash, sha256(code), codeTtlSeconds],
       );
       return rows[0] ? { ...rows[0], code } : undefined;

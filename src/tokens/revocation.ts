@@ -51,13 +51,51 @@ export async function revokeAtLevel(
 }
 
 /**
- * The agent records as the admin API and the console change them: deactivating or deleting an
- * agent ends its grants (src/store/agents.ts), announced here like every other ending.
+ * A new secret for an agent or a website (`rotate`), then, unless `revokeGrants` is false, the kill
+ * switch at that level: every grant and every sign-in in flight there ends, on every instance. In
+ * that order, so that the old secret can begin nothing that outlives the call. Undefined when there
+ * is no such record (nothing revoked then).
  */
-export function agentRecords(deps: RevocationDeps<'agents'>, context: EventContext) {
+export async function rotateSecret<T>(
+  deps: RevocationDeps<'grantAdmin'>,
+  target: { level: 'agent' | 'client'; id: string; revokeGrants: boolean },
+  rotate: () => Promise<T | undefined>,
+  context: EventContext,
+  by: 'admin' | 'owner' = 'admin',
+): Promise<T | undefined> {
+  const rotated = await rotate();
+  if (rotated && target.revokeGrants) await revokeAtLevel(deps, target.level, target.id, context, by);
+  return rotated;
+}
+
+/** `records` whose secret rotation ends the grants at `level` too, unless asked not to (rotateSecret). */
+function rotatingRecords<R extends { rotateSecret(id: string): Promise<unknown> }>(
+  deps: RevocationDeps<'grantAdmin'>,
+  level: 'agent' | 'client',
+  records: R,
+  context: EventContext,
+) {
+  return {
+    ...records,
+    rotateSecret: (id: string, revokeGrants = true) =>
+      rotateSecret(deps, { level, id, revokeGrants }, () => records.rotateSecret(id) as ReturnType<R['rotateSecret']>, context),
+  };
+}
+
+/** The website records as the admin API and the console change them: rotating a secret (rotatingRecords). */
+export function clientRecords(deps: RevocationDeps<'clients' | 'grantAdmin'>, context: EventContext) {
+  return rotatingRecords(deps, 'client', deps.store.clients, context);
+}
+
+/**
+ * The agent records as the admin API and the console change them: deactivating or deleting an
+ * agent ends its grants (src/store/agents.ts), announced here like every other ending; rotating its
+ * secret ends them too unless asked not to (rotatingRecords).
+ */
+export function agentRecords(deps: RevocationDeps<'agents' | 'grantAdmin'>, context: EventContext) {
   const { agents } = deps.store;
   return {
-    ...agents,
+    ...rotatingRecords(deps, 'agent', agents, context),
     async update(id: string, patch: Parameters<typeof agents.update>[1]) {
       const updated = await agents.update(id, patch);
       if (updated) announceEnded(deps.events, updated.ended, context);

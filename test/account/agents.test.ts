@@ -1,6 +1,6 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exchangeCode, issueTokens, refresh, userinfo } from '../helpers/codes.js';
+import { exchangeCode, introspect, issueTokens, refresh, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, signInToCode, startAuthorize } from '../helpers/flow.js';
 import { mailedLink, signInOwner, useLink } from '../helpers/owner.js';
@@ -88,6 +88,36 @@ describe(`owners control their agents (${storeName})`, () => {
     const audit = (await server.adminCall('GET', `/admin/audit?email=${encodeURIComponent(email)}&limit=200`)).json.events;
     const actions = audit.filter((e: { actor: string | null }) => e.actor === 'owner').map((e: { event: string }) => e.event);
     expect(actions).toEqual(expect.arrayContaining(['owner_signed_in', 'agent_created', 'agent_updated', 'agent_secret_rotated', 'agent_deleted']));
+  });
+
+  it('rotating the secret ends the agent’s tokens unless revoke_grants is false; a deactivation keeps nothing for a reactivation', async () => {
+    const email = fresh();
+    const owner = await signInOwner(server.app, smtp, email);
+    const { agent, shop, news, atShop, atNews } = await ownerWithSignIns(owner, email);
+    const active = async (client: typeof shop, token: string) => (await introspect(server, client, token)).json().active;
+
+    const kept = await owner.call('POST', `/account/api/agents/${agent.agent_id}/secret`, { revoke_grants: false });
+    expect(kept.statusCode).toBe(200);
+    expect(kept.json().websites).toHaveLength(2);
+    expect(await active(shop, atShop.access_token)).toBe(true);
+    expect((await owner.call('POST', `/account/api/agents/${agent.agent_id}/secret`, { revoke_grants: 'no' })).statusCode).toBe(400);
+
+    // A sign-in in flight, then the default rotation: it ends with the tokens.
+    const withCode = await signInToCode(server, { client: shop, agent: { ...agent, agent_secret: kept.json().agent_secret } });
+    const rotated = await owner.call('POST', `/account/api/agents/${agent.agent_id}/secret`);
+    expect(rotated.statusCode).toBe(200);
+    expect(rotated.json().websites).toEqual([]);
+    expect(await active(shop, atShop.access_token)).toBe(false);
+    expect(await active(news, atNews.access_token)).toBe(false);
+    expect((await exchangeCode(server, shop, withCode.code, withCode.verifier)).json().error).toBe('invalid_grant');
+    const audit = (await server.adminCall('GET', `/admin/audit?agent_id=${agent.agent_id}&event=revoked`)).json.events;
+    expect(audit.map((e: { actor: string }) => e.actor)).toEqual(['owner', 'owner']);
+
+    // Deactivated and reactivated by the owner: a code minted before does not come back.
+    const before = await signInToCode(server, { client: news, agent: { ...agent, agent_secret: rotated.json().agent_secret } });
+    expect((await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { active: false })).statusCode).toBe(200);
+    expect((await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { active: true })).statusCode).toBe(200);
+    expect((await exchangeCode(server, news, before.code, before.verifier)).json().error).toBe('invalid_grant');
   });
 
   it('answers another owner’s agent as if it did not exist, and every call without a session with 401', async () => {

@@ -2,7 +2,7 @@ import { createHmac, generateKeyPairSync } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../src/crypto/secrets.js';
-import { exchangeCode } from '../helpers/codes.js';
+import { exchangeCode, issueTokens } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { signInToCode } from '../helpers/flow.js';
 import { ADMIN_TOKEN, startTestServer, type TestServer } from '../helpers/server.js';
@@ -290,6 +290,37 @@ describe(`the operators' console (${storeName})`, () => {
     for (const client of twins) expect(audit).not.toContain(`>${client.client_id}<`);
   });
 
+  it('rotates a secret with its grants by default (a checkbox says so), and only the secret when unchecked; the notice says which', async () => {
+    const op = await operator(server);
+    const cases = [
+      {
+        page: 'agents',
+        id: (t: Awaited<ReturnType<typeof issueTokens>>) => t.agent.agent_id,
+        label: 'Also sign this agent out of every website now',
+      },
+      {
+        page: 'websites',
+        id: (t: Awaited<ReturnType<typeof issueTokens>>) => t.client.client_id,
+        label: 'Also sign every agent out of this website now',
+      },
+    ];
+    for (const { page, id, label } of cases) {
+      for (const revoke of [true, false]) {
+        const tokens = await issueTokens(server);
+        const url = `/console/${page}/${id(tokens)}`;
+        const form = (await op.get(url)).body;
+        expect(form).toContain(`<label class="check"><input type="checkbox" name="revoke_grants" value="true" checked> ${label}</label>`);
+        // A browser sends a checkbox only when it is checked.
+        const res = await op.post(`${url}/secret`, revoke ? { revoke_grants: 'true' } : {});
+        expect(res.statusCode).toBe(303);
+        const shown = (await op.get(res.headers.location as string, cookieHeader(res))).body;
+        expect(shown).toContain(revoke ? 'New secret issued. The old secret, every token' : 'New secret issued. Only the old secret no longer works');
+        const grants = (await server.adminCall('GET', `/admin/agents/${tokens.agent.agent_id}/grants`)).json.grants;
+        expect(grants.map((g: { active: boolean }) => g.active)).toEqual([!revoke]);
+      }
+    }
+  });
+
   it('acts through the admin API’s functions: deactivate, rotate, kill switch, per-grant revoke, user revoke', async () => {
     const op = await operator(server);
     const { client, agent, code, verifier } = await signInToCode(server);
@@ -344,7 +375,7 @@ describe(`the operators' console (${storeName})`, () => {
       ]);
     expect(await rows(`agent_id=${agentId}`)).toEqual([
       ['agent_updated', 'admin', { fields: ['secret_enabled'] }],
-      ['agent_secret_rotated', 'admin', null],
+      ['agent_secret_rotated', 'admin', { revoke_grants: false }],
       ['agent_updated', 'admin', { fields: ['active'] }],
       ['agent_created', 'admin', null],
     ]);

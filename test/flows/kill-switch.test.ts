@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { agentAuthenticate, checkStatus, completeInBrowser, signInToCode, startAuthorize } from '../helpers/flow.js';
+import { agentAuthenticate, authenticatedInFlight, checkStatus, completeInBrowser, signInToCode, startAuthorize } from '../helpers/flow.js';
 import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 
 type Client = Awaited<ReturnType<TestServer['createClient']>>;
@@ -30,14 +30,6 @@ describe(`the kill switch ends sign-ins in flight (${storeName})`, () => {
     await server.close();
   });
 
-  /** A sign-in the agent has authenticated and the browser has yet to complete. */
-  async function authenticatedInFlight(client: Client, agent: Agent) {
-    const started = await startAuthorize(server, client);
-    const auth = await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
-    expect(auth.statusCode).toBe(200);
-    return started;
-  }
-
   for (const [level, { pull, bystander }] of Object.entries(SWITCHES)) {
     it(`revoking a${level === 'agent' ? 'n' : ''} ${level}'s grants spends its unspent codes and denies its authenticated requests`, async () => {
       const client = await server.createClient();
@@ -45,9 +37,9 @@ describe(`the kill switch ends sign-ins in flight (${storeName})`, () => {
       const spared = bystander === 'agent' ? { client, agent: await server.createAgent() } : { client: await server.createClient(), agent };
 
       const withCode = await signInToCode(server, { client, agent });
-      const authenticated = await authenticatedInFlight(client, agent);
+      const authenticated = await authenticatedInFlight(server, client, agent);
       const sparedCode = await signInToCode(server, spared);
-      const sparedRequest = await authenticatedInFlight(spared.client, spared.agent);
+      const sparedRequest = await authenticatedInFlight(server, spared.client, spared.agent);
 
       const [url, body] = pull(agent, client);
       const switched = await second.adminCall('POST', url, body);
@@ -79,7 +71,7 @@ describe(`the kill switch ends sign-ins in flight (${storeName})`, () => {
     const client = await server.createClient();
     const agent = await server.createAgent();
     const codes = await Promise.all(Array.from({ length: 4 }, () => signInToCode(server, { client, agent })));
-    const requests = await Promise.all(Array.from({ length: 4 }, () => authenticatedInFlight(client, agent)));
+    const requests = await Promise.all(Array.from({ length: 4 }, () => authenticatedInFlight(server, client, agent)));
     // Everything at once, on both instances: redemptions, completions and the switch.
     const exchanges = codes.map((c) => exchangeCode(server, client, c.code, c.verifier));
     const completions = requests.map((r) => completeInBrowser(second, r.requestId, r.cookie));

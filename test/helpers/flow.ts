@@ -58,6 +58,18 @@ export async function checkStatus(server: TestServer, requestId: string) {
   return server.app.inject({ url: `/api/check-status?request_id=${encodeURIComponent(requestId)}` });
 }
 
+/** A sign-in the agent has authenticated and the browser has yet to complete. */
+export async function authenticatedInFlight(
+  server: TestServer,
+  client: { client_id: string; redirect_uris: string[] },
+  agent: { agent_id: string; agent_secret: string },
+) {
+  const started = await startAuthorize(server, client);
+  const auth = await agentAuthenticate(server, { request_id: started.requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+  if (auth.statusCode !== 200) throw new Error(`authenticate failed: ${auth.body}`);
+  return started;
+}
+
 /** The browser's last step: returns the redirect and the parameters it carries. */
 export async function completeInBrowser(server: TestServer, requestId: string, cookie: string | undefined) {
   const res = await server.app.inject({

@@ -191,10 +191,12 @@ describe(`GET /authorize (${storeName})`, () => {
     expect(rows).toHaveLength(1);
     expect(rows[0].code_hash).not.toBe(done.params.get('code'));
 
-    // a second visit cannot deliver the code again
+    // a second visit never delivers the same code again: the same browser, back before the code was
+    // redeemed, gets a fresh one in its place (test/flows/complete-retry.test.ts)
     const again = await completeInBrowser(server, requestId, cookie);
-    expect(again.res.statusCode).toBe(400);
-    expect(again.location).toBeUndefined();
+    expect(again.res.statusCode).toBe(302);
+    expect(again.params.get('code')).toMatch(/^aa_code_/);
+    expect(again.params.get('code')).not.toBe(done.params.get('code'));
   });
 
   it("refuses /authorize/complete without the binding cookie or with another browser's", async () => {

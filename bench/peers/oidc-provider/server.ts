@@ -16,6 +16,7 @@ const db =
         databaseUrl: process.env.DATABASE_URL,
         dataDir: process.env.DATA_DIR ?? 'memory',
         databaseTimeoutMs: defaultOf('DATABASE_TIMEOUT_MS'),
+        dataDirMinFreeMb: defaultOf('DATA_DIR_MIN_FREE_MB'),
       });
 await db?.exec(PEER_SCHEMA);
 const provider = createPeerProvider(`http://127.0.0.1:${port}`, db);
