@@ -81,3 +81,18 @@ describe(`owners change their email address (${storeName})`, () => {
     expect(anonymous.statusCode).toBe(401);
   });
 });
+
+describe(`owners change their email address: limits (${storeName})`, () => {
+  const started = serverWithMail({ RATE_LIMIT_EMAIL_LINK_PER_IP: '3' });
+
+  it('shares the budget per client address of asking for sign-in links', async () => {
+    const { server, smtp } = started;
+    // One link asked for to sign in, two changes asked for: the address's three.
+    const owner = await signInOwner(server.app, smtp, fresh());
+    for (let i = 0; i < 2; i++) expect((await owner.call('POST', '/account/api/me/email', { email: fresh() })).statusCode).toBe(202);
+    const refused = await owner.call('POST', '/account/api/me/email', { email: fresh() });
+    expect(refused.statusCode).toBe(429);
+    expect(refused.json().error).toBe('rate_limited');
+    expect((await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email: fresh() } })).statusCode).toBe(429);
+  });
+});
