@@ -7,6 +7,9 @@ import { defineConfig } from 'vitest/config';
 const storeIndependent = [
   'sdk/typescript/test/**',
   'test/architecture.test.ts',
+  // The CLI is an HTTP client of the admin API, whose store side the admin API's own tests check on both stores.
+  'test/cli.test.ts',
+  'test/agent-keys/cli-keys.test.ts',
   'test/config-docs.test.ts',
   'test/deploy-files.test.ts',
   'test/demo.test.ts',

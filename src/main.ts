@@ -54,7 +54,7 @@ function describe(err: unknown): string {
     const named = [name, errno ?? code].filter((part) => part !== undefined).join(' ');
     text = typeof message === 'string' ? message : named || JSON.stringify(err);
   }
-  return text.replace(/\s*\n\s*/g, ' ');
+  return text.replace(/\s+/g, ' ').trim();
 }
 
 /**

@@ -150,7 +150,9 @@ describe.runIf(hasChromium)('the README in a fresh clone, line by line', { timeo
       .flatMap((m) => m[1].split('\n'))
       .filter((line) => /^(eval "\$\()?npx agent-auth /.test(line))
       // The quick start's and the PostgreSQL section's lines run in their own tests.
-      .filter((line) => !/Example shop|My agent|--url http:\/\/127\.0\.0\.1:3101/.test(line));
+      .filter((line) => !/Example shop|My agent|--url http:\/\/127\.0\.0\.1:3101/.test(line))
+      // What the README registers comes first (a stable sort): a section may use a client_… before the one that creates it.
+      .sort((a, b) => Number(/ create /.test(b)) - Number(/ create /.test(a)));
     expect(lines.length).toBeGreaterThanOrEqual(15);
     const env = { ADMIN_PORT: String(ports['3001']) };
     const ids: Record<string, string> = {};
