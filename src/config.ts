@@ -409,8 +409,8 @@ const envSchema = z.object({
     .default(5)
     .meta(
       about(
-        'Sign-in links sent to one address per hour, counted in the database (every instance).',
-        'Sign-in links sent to one email address per hour, counted in the database so that every instance shares the count. Past it, asking for another answers 429 with `Retry-After`; the links already sent still work.',
+        'Sign-in links sent to one address per hour, counted in the database (every instance); past it, more only once no link sent is usable.',
+        'Sign-in links sent to one email address per hour, counted in the database so that every instance shares the count. Past it, asking for another answers 429 with `Retry-After` while a link already sent is still usable (unused, under 15 minutes old), so nobody can keep the owner out; once none is, one more link may go out.',
       ),
     ),
   RATE_LIMIT_PASSKEY_SIGN_IN_PER_IP: count

@@ -6,15 +6,21 @@ import { isUsableLink, requestEmailLink, signInWithEmailLink } from '../owners/e
 import { linkFormCookie, linkFormToken, linkFormTokenMatches, newLinkFormNonce, SESSION_LIFETIMES, sessionCookie } from '../owners/sessions.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, FORM_OR_JSON, htmlPage, noBody, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
+import type { LinkRefusal } from '../store/owner-sessions.js';
 import { isBrowserForm, refuseForeignOrigin } from './guards.js';
 import { renderAccount } from './render.js';
 
 const token = z.string().regex(/^[\w-]{43}$/, 'is not a sign-in link token');
 
 /** A link that is spent, expired or unknown: the page says so, and no cookie is set. */
+const REFUSALS: Record<LinkRefusal, string> = {
+  invalid_link: 'the sign-in link is spent, expired or unknown',
+  no_account: 'no owner has this email address',
+  email_taken: 'another account uses this email address now, so yours cannot move to it',
+};
 class InvalidLink extends OAuthError {
-  constructor(error: 'invalid_link' | 'no_account' = 'invalid_link') {
-    super(error, error === 'invalid_link' ? 'the sign-in link is spent, expired or unknown' : 'no owner has this email address', 400);
+  constructor(error: LinkRefusal = 'invalid_link') {
+    super(error, REFUSALS[error], 400);
   }
 }
 
@@ -102,7 +108,7 @@ export default async function emailLinkRoutes(fastify: FastifyInstance, options:
       if (!linkFormTokenMatches(request.cookies[linkCookie.name], request.body.csrf)) {
         throw new Forbidden('the sign-in form did not come from the link page in this browser');
       }
-      const started = await signInWithEmailLink(app.services, request.body.token);
+      const started = await signInWithEmailLink(app.services, request.body.token, { log: request.log });
       if (typeof started === 'string') throw new InvalidLink(started);
       // A session this browser had before ends: the new one is the only one it holds.
       if (request.owner) await app.services.store.ownerSessions.end(request.owner.hash);

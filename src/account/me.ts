@@ -3,7 +3,9 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { atLeastOne } from '../admin/schemas.js';
 import { NotFound } from '../errors.js';
-import { BODY_REFUSED, errorResponses, UNAVAILABLE } from '../routes/responses.js';
+import { requestEmailChange } from '../owners/email-link.js';
+import { byAddress } from '../plugins/rate-limit.js';
+import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
@@ -18,7 +20,7 @@ const meView = z.object({
 
 const mePatch = atLeastOne(z.strictObject({ approval_policy: z.enum(APPROVAL_POLICIES).optional(), notify_new_website: z.boolean().optional() }));
 
-/** GET and PATCH /account/api/me: the signed-in owner and their settings. */
+/** GET and PATCH /account/api/me: the signed-in owner and their settings; POST …/me/email moves the account to another address. */
 export default async function meRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { store } = app.services;
@@ -62,6 +64,37 @@ export default async function meRoutes(fastify: FastifyInstance) {
       const settings = await store.owners.updateSettings(userId, request.body);
       await store.auditLog.recordAction({ actor: 'owner', event: 'owner_settings_changed', userId, detail: request.body });
       return view(userId, settings);
+    },
+  );
+
+  // Shares the budget per client address of asking for sign-in links: each call mails a link.
+  const perAddress = app.limiter('email-link-ip', app.services.config.rateLimits.emailLinkPerIp, byAddress);
+  app.post(
+    '/account/api/me/email',
+    {
+      schema: {
+        tags: ['owner'],
+        description:
+          'Moves the account to another email address once the link mailed there is used (then verified); until then nothing ' +
+          'changes. Needs a sign-in of the last 5 minutes. The answer is the same whether or not another account has the address.',
+        body: z.strictObject({ email: z.email().max(320) }),
+        response: {
+          202: z.object({}).describe('a link is on its way to the new address'),
+          ...OWNER_API_ERRORS,
+          ...errorResponses({
+            400: 'invalid_request: not an email address',
+            403: 'fresh_authentication_required: the session’s sign-in is older than 5 minutes (or forbidden: another origin)',
+            ...BODY_REFUSED,
+            429: RATE_LIMITED,
+            503: UNAVAILABLE,
+          }),
+        },
+      },
+      onRequest: perAddress,
+    },
+    async (request, reply) => {
+      await requestEmailChange(app.services, signedInOwner(request), request.body.email, { log: request.log });
+      return reply.code(202).send({});
     },
   );
 }

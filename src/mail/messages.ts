@@ -30,6 +30,34 @@ export function signInLinkMessage(input: { to: string; brand: string; link: stri
   };
 }
 
+/** An owner asked to move their account to this address: the link proves it and makes the move. */
+export function emailChangeLinkMessage(input: { to: string; brand: string; link: string; minutes: number }): MailMessage {
+  const intro = [`Someone signed in to ${input.brand} asked to use this email address for their account from now on.`];
+  const after = [
+    `The link works once, within ${input.minutes} minutes. If you did not ask for it, ignore this mail: nothing changes without the link.`,
+  ];
+  return {
+    to: input.to,
+    subject: `Confirm your new email address for ${input.brand}`,
+    text: [...intro, '', `Use this address: ${input.link}`, '', ...after, ''].join('\n'),
+    html: html(intro, { label: 'Use this address', href: input.link }, after),
+  };
+}
+
+/** Told to the address an owner's account just left, in case it was not the owner who moved it. */
+export function emailChangedMessage(input: { to: string; brand: string; newEmail: string; link: string }): MailMessage {
+  const intro = [
+    `The ${input.brand} account of this email address now uses ${input.newEmail}; sign-in links go there from now on.`,
+    'If you did not change it, someone holds a session of your account: ask your operator to restore the address, and sign out everywhere.',
+  ];
+  return {
+    to: input.to,
+    subject: `Your ${input.brand} account moved to another email address`,
+    text: [...intro, '', `Your account: ${input.link}`, ''].join('\n'),
+    html: html(intro, { label: 'Your account', href: input.link }, []),
+  };
+}
+
 /** An agent signed in to a website for the first time: what, where, when, and where to revoke it. */
 export function newWebsiteMessage(input: {
   to: string;

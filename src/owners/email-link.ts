@@ -1,17 +1,19 @@
 import type { Config } from '../config.js';
 import { generateId, randomToken, sha256 } from '../crypto/secrets.js';
-import { RateLimited } from '../errors.js';
+import { FreshAuthenticationRequired, RateLimited } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Mailer } from '../mail/mailer.js';
-import { signInLinkMessage } from '../mail/messages.js';
+import { emailChangedMessage, emailChangeLinkMessage, signInLinkMessage } from '../mail/messages.js';
 import type { Store } from '../store/index.js';
-import type { LinkRefusal } from '../store/owner-sessions.js';
+import type { LinkRefusal, OwnerSession } from '../store/owner-sessions.js';
 import { newSessionSecret, SESSION_LIFETIMES } from './sessions.js';
 
 /** A sign-in link lives this long and works once (docs/security.md, "Owners"). */
 export const LINK_TTL_SECONDS = 15 * 60;
 // The limit per email counts the links sent to one address within this window.
 const PER_EMAIL_WINDOW_SECONDS = 60 * 60;
+// Moving the account to another address takes a sign-in this recent (a link or a passkey), as approving does.
+const FRESH_SIGN_IN_MS = 5 * 60_000;
 
 export interface EmailLinkDeps {
   config: Pick<Config, 'issuer' | 'brand' | 'owners' | 'rateLimits'>;
@@ -23,23 +25,51 @@ export interface EmailLinkDeps {
  * Someone asks for a sign-in link for `email`. The answer is the same whoever owns the address, or
  * no one, and takes the same time: the one statement that records the link does the same work either
  * way, and the mail goes out after the answer. Without OWNER_SIGNUP an address no one owns gets no
- * mail. Past the limit per email: RateLimited, whoever asks (the links already sent still work).
+ * mail. Past the limit per email: RateLimited, whoever asks, while a link already sent still works.
  */
 export async function requestEmailLink(deps: EmailLinkDeps, email: string, context: EventContext): Promise<void> {
-  const token = randomToken(32);
+  const token = await recordLink(deps, email);
+  if (!token.ownerExists && !deps.config.owners.signup) return;
+  const link = `${deps.config.issuer}/account/email-link/callback?token=${token.value}`;
+  const message = signInLinkMessage({ to: email, brand: deps.config.brand.name, link, minutes: LINK_TTL_SECONDS / 60 });
+  // Not awaited: how long the SMTP server takes must not tell anything. A failure is logged by the mailer.
+  deps.mailer.send(message, context.log).catch(() => {});
+}
+
+/**
+ * A signed-in owner asks to move their account to `email`. Nothing changes until the link mailed
+ * there is used (signInWithEmailLink): the account keeps a verified address throughout, and the
+ * answer is the same whether or not another owner has the address (they learn nothing). Needs a
+ * sign-in of the last 5 minutes, so a stolen session cannot move the account to its thief's mailbox.
+ */
+export async function requestEmailChange(
+  deps: EmailLinkDeps,
+  owner: Pick<OwnerSession, 'user_id' | 'authenticated_at'>,
+  email: string,
+  context: EventContext,
+): Promise<void> {
+  if (Date.now() - owner.authenticated_at.getTime() >= FRESH_SIGN_IN_MS) {
+    throw new FreshAuthenticationRequired('sign in again (a link from your email or a passkey), then change the address within 5 minutes');
+  }
+  const token = await recordLink(deps, email, owner.user_id);
+  const link = `${deps.config.issuer}/account/email-link/callback?token=${token.value}`;
+  const message = emailChangeLinkMessage({ to: email, brand: deps.config.brand.name, link, minutes: LINK_TTL_SECONDS / 60 });
+  deps.mailer.send(message, context.log).catch(() => {});
+}
+
+/** Records a new link to `email` within the limit per email (else RateLimited): its token, and whether an owner has the address. */
+async function recordLink(deps: EmailLinkDeps, email: string, changeFor?: string) {
+  const value = randomToken(32);
   const recorded = await deps.store.emailLinks.record({
-    tokenHash: sha256(token),
+    tokenHash: sha256(value),
     email,
     ttlSeconds: LINK_TTL_SECONDS,
     max: deps.config.rateLimits.emailLinkPerEmail || Number.MAX_SAFE_INTEGER,
     windowSeconds: PER_EMAIL_WINDOW_SECONDS,
+    changeFor,
   });
   if (!recorded.recorded) throw new RateLimited(recorded.retryAfterSeconds);
-  if (!recorded.ownerExists && !deps.config.owners.signup) return;
-  const link = `${deps.config.issuer}/account/email-link/callback?token=${token}`;
-  const message = signInLinkMessage({ to: email, brand: deps.config.brand.name, link, minutes: LINK_TTL_SECONDS / 60 });
-  // Not awaited: how long the SMTP server takes must not tell anything. A failure is logged by the mailer.
-  deps.mailer.send(message, context.log).catch(() => {});
+  return { value, ownerExists: recorded.ownerExists };
 }
 
 /** Whether a link can still be used: the page a GET of it shows spends nothing (mail scanners open links). */
@@ -49,11 +79,13 @@ export async function isUsableLink(deps: Pick<EmailLinkDeps, 'store'>, token: st
 
 /**
  * Spends the link and starts an owner session: the session's secret (for the cookie), or why not.
- * Using the link proves the mailbox, so the owner's email is verified.
+ * Using the link proves the mailbox, so the owner's email is verified. A link to change the owner's
+ * address moves the account there; the address it leaves is told, in case a thief did it.
  */
 export async function signInWithEmailLink(
-  deps: Pick<EmailLinkDeps, 'config' | 'store'>,
+  deps: EmailLinkDeps,
   token: string,
+  context: EventContext,
 ): Promise<{ sessionSecret: string } | LinkRefusal> {
   const session = newSessionSecret();
   const started = await deps.store.ownerSessions.startByEmailLink({
@@ -65,5 +97,12 @@ export async function signInWithEmailLink(
   });
   if (typeof started === 'string') return started;
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'owner_signed_in', userId: started.user_id, detail: { by: 'email_link' } });
+  if (started.changed) {
+    await deps.store.auditLog.recordAction({ actor: 'owner', event: 'owner_email_changed', userId: started.user_id });
+    const { from, to } = started.changed;
+    deps.mailer
+      .send(emailChangedMessage({ to: from, brand: deps.config.brand.name, newEmail: to, link: `${deps.config.issuer}/account` }), context.log)
+      .catch(() => {});
+  }
   return { sessionSecret: session.secret };
 }

@@ -12,8 +12,14 @@ export interface OwnerSession {
   expires_at: Date;
 }
 
-/** Why using a link started no session: it is spent, expired or unknown, or no owner has its address. */
-export type LinkRefusal = 'invalid_link' | 'no_account';
+/**
+ * Why using a link started no session: it is spent, expired or unknown, no owner has its address, or
+ * (a link to change an owner's address) another owner has taken the address meanwhile.
+ */
+export type LinkRefusal = 'invalid_link' | 'no_account' | 'email_taken';
+
+/** A link used: the owner's session, and for a change of address, the address the owner had before. */
+export type LinkUsed = { user_id: string; changed?: { from: string; to: string } };
 
 /** Lifetimes of a session, in seconds: since the last request (idle) and since it began (absolute). */
 export interface SessionLifetimes {
@@ -30,7 +36,8 @@ export function createOwnerSessionStore(db: Db) {
     /**
      * Spends the link and starts a session for the owner of its address, in one transaction: the
      * address is verified (the link reached it), and, with `signup`, an unknown address becomes an
-     * owner. A link spent for an address no one owns (without `signup`) stays spent.
+     * owner. A link spent for an address no one owns (without `signup`) stays spent. A link to change
+     * an owner's address moves that owner to it, verified, unless another owner has it.
      */
     async startByEmailLink(input: {
       tokenHash: string;
@@ -38,27 +45,44 @@ export function createOwnerSessionStore(db: Db) {
       signup: boolean;
       newUserId: string;
       lifetimes: SessionLifetimes;
-    }): Promise<{ user_id: string } | LinkRefusal> {
+    }): Promise<LinkUsed | LinkRefusal> {
       return db.transaction(async (tx) => {
-        const { rows: links } = await tx.query<{ email: string }>(
-          `UPDATE owner_email_links SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now() RETURNING email`,
+        const { rows: links } = await tx.query<{ email: string; change_for: string | null }>(
+          `UPDATE owner_email_links SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
+           RETURNING email, change_for`,
           [input.tokenHash],
         );
         if (!links[0]) return 'invalid_link';
-        const { rows: users } = input.signup
-          ? await tx.query<{ id: string }>(
-              `INSERT INTO users (id, email) VALUES ($1, $2) ON CONFLICT (lower(email)) DO UPDATE SET email = users.email RETURNING id`,
-              [input.newUserId, links[0].email],
-            )
-          : await tx.query<{ id: string }>(`SELECT id FROM users WHERE lower(email) = lower($1)`, [links[0].email]);
-        if (!users[0]) return 'no_account';
-        await tx.query(`UPDATE users SET email_verified_at = now() WHERE id = $1`, [users[0].id]);
+        const { email, change_for: changeFor } = links[0];
+        let userId: string | undefined;
+        let changedFrom: string | undefined;
+        if (changeFor) {
+          // The trigger of migrations/020 unverifies a changed address; the link has just proved it.
+          const { rows: moved } = await tx.query<{ old_email: string }>(
+            `UPDATE users u SET email = $2 FROM users old
+             WHERE u.id = $1 AND old.id = u.id AND NOT EXISTS (SELECT 1 FROM users o WHERE lower(o.email) = lower($2) AND o.id <> $1)
+             RETURNING old.email AS old_email`,
+            [changeFor, email],
+          );
+          if (!moved[0]) return 'email_taken';
+          [userId, changedFrom] = [changeFor, moved[0].old_email];
+        } else {
+          const { rows: users } = input.signup
+            ? await tx.query<{ id: string }>(
+                `INSERT INTO users (id, email) VALUES ($1, $2) ON CONFLICT (lower(email)) DO UPDATE SET email = users.email RETURNING id`,
+                [input.newUserId, email],
+              )
+            : await tx.query<{ id: string }>(`SELECT id FROM users WHERE lower(email) = lower($1)`, [email]);
+          userId = users[0]?.id;
+        }
+        if (!userId) return 'no_account';
+        await tx.query(`UPDATE users SET email_verified_at = now() WHERE id = $1`, [userId]);
         await tx.query(
           `INSERT INTO owner_sessions (session_hash, user_id, expires_at, authenticated_by)
            VALUES ($1, $2, now() + make_interval(secs => $3), 'email_link')`,
-          [input.sessionHash, users[0].id, input.lifetimes.absoluteSeconds],
+          [input.sessionHash, userId, input.lifetimes.absoluteSeconds],
         );
-        return { user_id: users[0].id };
+        return changedFrom === undefined ? { user_id: userId } : { user_id: userId, changed: { from: changedFrom, to: email } };
       });
     },
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode, introspect, issueTokens, refresh, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, signInToCode, startAuthorize } from '../helpers/flow.js';
-import { signInOwner } from '../helpers/owner.js';
+import { mailedLink, signInOwner, useLink } from '../helpers/owner.js';
 import { within } from '../helpers/poll.js';
 import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
@@ -232,6 +232,8 @@ describe(`owners control their agents (${storeName})`, () => {
     expect(verified).toMatchObject({ email: agent.email, email_verified: true });
 
     const newEmail = fresh();
+    // A link mailed to the old address before the change proves that address only.
+    const oldLink = await mailedLink(server.app, smtp, agent.email);
     const changed = await server.adminCall('PATCH', `/admin/users?email=${encodeURIComponent(agent.email)}`, { email: newEmail });
     expect(changed.statusCode).toBe(200);
     expect(changed.json).toEqual({ email: newEmail, email_verified: false });
@@ -240,6 +242,16 @@ describe(`owners control their agents (${storeName})`, () => {
     expect(decodeJwt((await exchangeCode(server, moved.client, moved.code, moved.verifier)).json().id_token)).toMatchObject({
       email: newEmail,
       email_verified: false,
+    });
+    expect((await useLink(server.app, oldLink)).statusCode).toBe(303);
+    expect((await owner.call('GET', '/account/api/me')).json()).toMatchObject({ email: newEmail, email_verified: false });
+    // Until a link to the new address is used: verified again, and so say ID tokens.
+    await signInOwner(server.app, smtp, newEmail);
+    expect((await owner.call('GET', '/account/api/me')).json()).toMatchObject({ email: newEmail, email_verified: true });
+    const reverified = await signInToCode(server, { agent, client: before.client, scope });
+    expect(decodeJwt((await exchangeCode(server, reverified.client, reverified.code, reverified.verifier)).json().id_token)).toMatchObject({
+      email: newEmail,
+      email_verified: true,
     });
 
     expect((await server.adminCall('PATCH', `/admin/users?email=nobody@example.com`, { email: fresh() })).statusCode).toBe(404);
@@ -304,5 +316,42 @@ describe(`REQUIRE_VERIFIED_EMAIL and notices (${storeName})`, () => {
     await owner.call('PATCH', '/account/api/me', { notify_new_website: false });
     await issueTokens(server, { client: other, agent });
     await expect(smtp.next(email, 500)).rejects.toThrow(/no mail/);
+  });
+
+  it('sends one notice per agent and website: another agent gets its own, two instances at once send one, and turned on again it mails', async () => {
+    const email = fresh();
+    const owner = await signInOwner(server.app, smtp, email);
+    const newAgent = async (name: string) => ({ ...(await owner.call('POST', '/account/api/agents', { name })).json(), email });
+    const [first, second] = [await newAgent('First'), await newAgent('Second')];
+    const client = await server.createClient(['https://paper.example/cb']);
+    const noticeFor = (agent: string) => (mail: { subject: string }) => mail.subject === `${agent} signed in to Shop`;
+
+    await issueTokens(server, { client, agent: first });
+    await smtp.next(email, 5000, noticeFor('First'));
+    await issueTokens(server, { client, agent: second });
+    await smtp.next(email, 5000, noticeFor('Second'));
+
+    // A new website, signed in to at once on two instances over one database: one mail.
+    const other = await startSecondInstance(server);
+    try {
+      const news = await server.createClient(['https://news.example/cb']);
+      await Promise.all([issueTokens(server, { client: news, agent: first }), issueTokens(other, { client: news, agent: first })]);
+      await smtp.next(email, 5000, noticeFor('First'));
+      await expect(smtp.next(email, 700)).rejects.toThrow(/no mail/);
+    } finally {
+      await other.close();
+    }
+
+    // Off, then on again: websites first signed in to while it was on or off are not mailed again; a new one is.
+    await owner.call('PATCH', '/account/api/me', { notify_new_website: false });
+    const quiet = await server.createClient(['https://quiet.example/cb']);
+    await issueTokens(server, { client: quiet, agent: second });
+    await owner.call('PATCH', '/account/api/me', { notify_new_website: true });
+    await issueTokens(server, { client: quiet, agent: second });
+    await issueTokens(server, { client, agent: first });
+    await expect(smtp.next(email, 500)).rejects.toThrow(/no mail/);
+    const later = await server.createClient(['https://later.example/cb']);
+    await issueTokens(server, { client: later, agent: second });
+    expect((await smtp.next(email, 5000)).text).toContain('https://later.example');
   });
 });

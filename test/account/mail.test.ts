@@ -8,7 +8,7 @@ import { startServer } from '../../src/server.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
 import { cookiesOf, linkForm, signInOwner, useLink } from '../helpers/owner.js';
 import { ADMIN_TOKEN, ISSUER, startTestServer } from '../helpers/server.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
 function logSink() {
   const sink = { output: '' };
@@ -62,6 +62,26 @@ describe(`mail to owners (${storeName})`, () => {
     },
     90_000,
   );
+
+  it('sends from MAIL_FROM, or by default from the brand at no-reply@ the issuer’s host, in plain text and HTML', async () => {
+    for (const [env, from] of [
+      [{ MAIL_FROM: 'Example Auth <auth@mail.example.org>' }, { address: 'auth@mail.example.org', name: 'Example Auth' }],
+      [{ BRAND_NAME: 'Acme Sign-in' }, { address: 'no-reply@localhost', name: 'Acme Sign-in' }],
+    ] as const) {
+      const server = await startTestServer({ SMTP_URL: smtp.url, ...env });
+      try {
+        const email = `from-${Math.random().toString(36).slice(2)}@example.com`;
+        await server.app.inject({ method: 'POST', url: '/account/email-link', payload: { email } });
+        const mail = await smtp.next(email);
+        expect(mail.from).toEqual(from);
+        const link = linkIn(mail);
+        expect(mail.text).toContain(link);
+        expect(mail.html).toContain(link);
+      } finally {
+        await server.close();
+      }
+    }
+  });
 
   it('with SMTP_URL logs neither the link nor the session', async () => {
     const { sink, logger } = logSink();

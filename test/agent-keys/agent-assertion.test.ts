@@ -205,6 +205,29 @@ describe(`agents that sign in with a key (${storeName})`, () => {
       await refused(requestId, await assertion({ ...base, requestId, agentId: 'agent_nobody' }), 'unknown_agent', 'agent_nobody');
     });
 
+    it('allows 30 s of clock skew either way, and no more', async () => {
+      const now = Math.floor(Date.now() / 1000);
+      const base = { key: ed.privateKey, alg: 'EdDSA' as const, kid: edKid, agentId: agent.agent_id };
+      // An agent's clock 25 s ahead (issued "in the future"), or 25 s behind (expired 25 s "ago"): taken.
+      for (const times of [
+        { iat: now + 25, lifetime: 30 },
+        { iat: now - 85, lifetime: 60 },
+      ]) {
+        const requestId = await newRequest();
+        const res = await authenticate({
+          request_id: requestId,
+          agent_id: agent.agent_id,
+          agent_assertion: await assertion({ ...base, requestId, ...times }),
+        });
+        expect(res.statusCode, JSON.stringify(times)).toBe(200);
+      }
+      // 35 s off either way: refused.
+      let requestId = await newRequest();
+      await refused(requestId, await assertion({ ...base, requestId, iat: now + 35, lifetime: 30 }), 'assertion_not_yet_valid');
+      requestId = await newRequest();
+      await refused(requestId, await assertion({ ...base, requestId, iat: now - 95, lifetime: 60 }), 'assertion_expired');
+    });
+
     it('refuses a deleted key at once', async () => {
       const other = await server.createAgent();
       const pair = keyPair('ES256');

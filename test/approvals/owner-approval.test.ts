@@ -305,6 +305,43 @@ describe(`owner approval of agents' sign-ins (${storeName})`, () => {
     expect((await decide(owner, other.requestId, { decision: 'approve' })).statusCode).toBe(200);
   });
 
+  it('keeps several passkeys: either approves, and deleting one leaves the other working', async () => {
+    const { agent, owner } = await ownerWithAgent('always');
+    const register = async (name: string) => {
+      const authenticator = new SoftwareAuthenticator(ISSUER);
+      const options = (await owner.call('POST', '/account/api/passkeys/registration-options')).json();
+      const made = await owner.call('POST', '/account/api/passkeys', { name, credential: authenticator.register(options) });
+      expect(made.statusCode, made.body).toBe(201);
+      // The options exclude what the owner holds already, so one authenticator is not registered twice.
+      return { authenticator, id: made.json().id as string, excluded: (options.excludeCredentials ?? []).map((c: { id: string }) => c.id) };
+    };
+    const laptop = await register('Laptop');
+    const phone = await register('Phone');
+    expect(phone.excluded).toContain(laptop.authenticator.id);
+    expect(
+      (await owner.call('GET', '/account/api/me'))
+        .json()
+        .passkeys.map((p: { name: string }) => p.name)
+        .sort(),
+    ).toEqual(['Laptop', 'Phone']);
+
+    /** Approves a new sign-in with `authenticator`; the options offer exactly the passkeys `held`. */
+    const approveWith = async (authenticator: SoftwareAuthenticator, held = [laptop, phone]) => {
+      const signIn = await authenticatedSignIn(agent);
+      const options = (await owner.call('POST', `/account/api/approvals/${signIn.requestId}/options`)).json();
+      expect(options.allowCredentials.map((c: { id: string }) => c.id).sort()).toEqual(held.map((k) => k.authenticator.id).sort());
+      return decide(owner, signIn.requestId, { decision: 'approve', credential: authenticator.assert(options) });
+    };
+    expect((await approveWith(phone.authenticator)).statusCode).toBe(200);
+    expect((await approveWith(laptop.authenticator)).statusCode).toBe(200);
+
+    expect((await owner.call('DELETE', `/account/api/passkeys/${laptop.id}`)).statusCode).toBe(204);
+    const gone = await approveWith(laptop.authenticator, [phone]);
+    expect(gone.statusCode).toBe(403);
+    expect(gone.json().error).toBe('fresh_authentication_required');
+    expect((await approveWith(phone.authenticator, [phone])).statusCode).toBe(200);
+  });
+
   it('signs an owner in with a discoverable passkey: a session; an unknown passkey or a spent challenge gets none', async () => {
     const { owner } = await ownerWithAgent('never');
     const authenticator = new SoftwareAuthenticator(ISSUER);

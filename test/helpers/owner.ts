@@ -1,7 +1,8 @@
+import { afterAll, beforeAll } from 'vitest';
 import { freePort } from './listening.js';
 import type { TestServer } from './server.js';
 import { ISSUER, startTestServer } from './server.js';
-import { linkIn, type TestSmtp } from './smtp.js';
+import { linkIn, startSmtp, type TestSmtp } from './smtp.js';
 
 type Injected = Awaited<ReturnType<TestServer['app']['inject']>>;
 type App = TestServer['app'];
@@ -65,4 +66,21 @@ export async function startPortalServer(smtp: TestSmtp): Promise<{ server: TestS
   const server = await startTestServer({ ISSUER: issuer, SMTP_URL: smtp.url });
   await server.app.listen({ port, host: 'localhost' });
   return { server, issuer };
+}
+
+/**
+ * For a describe block: a real SMTP server and a test server mailing through it (links asked for from
+ * one address without limit, unless `env` says otherwise), started before its tests and closed after.
+ */
+export function serverWithMail(env: Record<string, string> = {}) {
+  const started = {} as { smtp: TestSmtp; server: TestServer };
+  beforeAll(async () => {
+    started.smtp = await startSmtp();
+    started.server = await startTestServer({ SMTP_URL: started.smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000', ...env });
+  });
+  afterAll(async () => {
+    await started.server?.close();
+    await started.smtp?.close();
+  });
+  return started;
 }

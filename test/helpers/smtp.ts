@@ -2,6 +2,8 @@ import { type ParsedMail, simpleParser } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
 
 export interface Mail {
+  /** The From header's address and display name. */
+  from: { address: string; name: string };
   to: string;
   subject: string;
   text: string;
@@ -30,7 +32,14 @@ export async function startSmtp(): Promise<TestSmtp> {
       simpleParser(stream)
         .then((parsed: ParsedMail) => {
           const to = Array.isArray(parsed.to) ? parsed.to[0] : parsed.to;
-          received.push({ to: to?.value[0]?.address ?? '', subject: parsed.subject ?? '', text: parsed.text ?? '', html: String(parsed.html || '') });
+          const from = parsed.from?.value[0];
+          received.push({
+            from: { address: from?.address ?? '', name: from?.name ?? '' },
+            to: to?.value[0]?.address ?? '',
+            subject: parsed.subject ?? '',
+            text: parsed.text ?? '',
+            html: String(parsed.html || ''),
+          });
           callback();
         })
         .catch(callback);

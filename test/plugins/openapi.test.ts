@@ -42,6 +42,7 @@ const ENDPOINTS: [method: string, path: string, fails: boolean][] = [
   ['post', '/account/sign-out', true],
   ['get', '/account/api/me', true],
   ['patch', '/account/api/me', true],
+  ['post', '/account/api/me/email', true],
   ['get', '/account/api/agents', true],
   ['post', '/account/api/agents', true],
   ['patch', '/account/api/agents/{id}', true],

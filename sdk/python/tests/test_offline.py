@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import os
+import subprocess
+import sys
 import threading
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -167,3 +171,49 @@ class OwnerApprovalTest(unittest.TestCase):
         with self.assertRaises(AccessDeniedError) as other:
             client.wait_for_completion("req_x", timeout=0.01, interval=0.05, approval_timeout=20)
         self.assertNotIsInstance(other.exception, OwnerDeniedError)
+
+
+class StandardLibraryOnlyTest(unittest.TestCase):
+    """The core SDK needs nothing but Python; only signing with a key needs the ``keys`` extra."""
+
+    def test_the_core_works_without_cryptography_and_a_key_says_what_to_install(self) -> None:
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        script = "\n".join(
+            [
+                "import sys",
+                "sys.modules['cryptography'] = None  # as if it were not installed",
+                "import agent_auth, agent_auth.aio",
+                "agent_auth.AgentAuthClient('http://127.0.0.1:9', 'agent_x', 'aa_as_x', 'model-1')",
+                "try:",
+                "    agent_auth.AgentAuthClient('http://127.0.0.1:9', 'agent_x', model='model-1', private_key='-')",
+                "except ImportError as err:",
+                "    print(err)",
+            ]
+        )
+        run = subprocess.run([sys.executable, "-c", script], cwd=package, capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn('pip install "agent-auth[keys]"', run.stdout)
+
+    def test_every_import_of_the_package_is_the_standard_library_but_the_keys_lazy_one(self) -> None:
+        if not hasattr(sys, "stdlib_module_names"):
+            self.skipTest("sys.stdlib_module_names needs Python 3.10")
+        source = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "agent_auth")
+        foreign = []
+        for name in sorted(os.listdir(source)):
+            if not name.endswith(".py"):
+                continue
+            with open(os.path.join(source, name), encoding="utf-8") as file:
+                tree = ast.parse(file.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in modules:
+                    top = module.split(".")[0]
+                    if top in sys.stdlib_module_names or top == "agent_auth" or (name == "keys.py" and top == "cryptography"):
+                        continue
+                    foreign.append(f"{name}: {module}")
+        self.assertEqual(foreign, [])
