@@ -4,7 +4,7 @@ import { exchangeCode, introspect, refresh, userinfo } from '../helpers/codes.js
 import { storeName, usingPostgres } from '../helpers/database.js';
 import { signInToCode } from '../helpers/flow.js';
 import { within } from '../helpers/poll.js';
-import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
+import { closeAll, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 type Client = { client_id: string; client_secret: string; redirect_uris: string[] };
 type Agent = { agent_id: string; agent_secret: string; email: string };
@@ -15,14 +15,8 @@ type Tokens = { access_token: string; refresh_token: string };
 describe(`agent owners: sign-in history and revocation (${storeName}, two instances${usingPostgres ? '' : ' over one PGlite'})`, () => {
   let server: TestServer;
   let second: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer();
-    second = await startSecondInstance(server);
-  });
-  afterAll(async () => {
-    await second?.close();
-    await server?.close();
-  });
+  beforeAll(async () => ({ server, second } = await startTwoInstances()));
+  afterAll(() => closeAll(second, server));
 
   let seq = 0;
   async function createClient(name: string): Promise<Client> {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, authenticatedInFlight, checkStatus, completeInBrowser, signInToCode, startAuthorize } from '../helpers/flow.js';
-import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
+import { closeAll, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 type Client = Awaited<ReturnType<TestServer['createClient']>>;
 type Agent = Awaited<ReturnType<TestServer['createAgent']>>;
@@ -21,14 +21,8 @@ describe(`the kill switch ends sign-ins in flight (${storeName})`, () => {
   let server: TestServer;
   let second: TestServer;
 
-  beforeAll(async () => {
-    server = await startTestServer();
-    second = await startSecondInstance(server);
-  });
-  afterAll(async () => {
-    await second.close();
-    await server.close();
-  });
+  beforeAll(async () => ({ server, second } = await startTwoInstances()));
+  afterAll(() => closeAll(second, server));
 
   for (const [level, { pull, bystander }] of Object.entries(SWITCHES)) {
     it(`revoking a${level === 'agent' ? 'n' : ''} ${level}'s grants spends its unspent codes and denies its authenticated requests`, async () => {

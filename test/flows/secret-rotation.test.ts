@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode, introspect, issueTokens, refresh } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, authenticatedInFlight, completeInBrowser, signInToCode, startAuthorize } from '../helpers/flow.js';
-import { ADMIN_TOKEN, startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
+import { ADMIN_TOKEN, closeAll, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 type Client = Awaited<ReturnType<TestServer['createClient']>>;
 type Agent = Awaited<ReturnType<TestServer['createAgent']>>;
@@ -15,14 +15,8 @@ describe(`secret rotation and deactivation end what a thief holds (${storeName})
   let server: TestServer;
   let second: TestServer;
 
-  beforeAll(async () => {
-    server = await startTestServer();
-    second = await startSecondInstance(server);
-  });
-  afterAll(async () => {
-    await second.close();
-    await server.close();
-  });
+  beforeAll(async () => ({ server, second } = await startTwoInstances()));
+  afterAll(() => closeAll(second, server));
 
   async function held(client: Client, agent: Agent) {
     const tokens = await issueTokens(server, { client, agent });

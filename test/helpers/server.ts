@@ -75,6 +75,17 @@ export async function startSecondInstance(first: TestServer, options: Pick<TestS
   return instanceOver(services, first.databaseUrl, undefined, () => services.db.close());
 }
 
+/** A server and a second instance over the same database, as most two-instance tests want them. */
+export async function startTwoInstances(env: Partial<Env> = {}): Promise<{ server: TestServer; second: TestServer }> {
+  const server = await startTestServer(env);
+  return { server, second: await startSecondInstance(server) };
+}
+
+/** Closes the servers in order, passing over those that never started. */
+export async function closeAll(...servers: (TestServer | undefined)[]): Promise<void> {
+  for (const server of servers) await server?.close();
+}
+
 /** Both listeners over `services`; `release` runs after they have closed. */
 async function instanceOver(
   services: Services,

@@ -11,7 +11,7 @@ import { openSigningKeys } from '../../src/oidc/signing-keys.js';
 import { exchangeCode, refresh } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, completeInBrowser, startAuthorize } from '../helpers/flow.js';
-import { ISSUER, startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
+import { closeAll, ISSUER, startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 /** A browser sign-in with these /authorize parameters, exchanged for tokens. */
 async function signIn(server: TestServer, authorize: Record<string, string> = {}, model = 'oidc-model-1') {
@@ -178,14 +178,8 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
 describe(`signing key rotation (${storeName})`, () => {
   let server: TestServer;
   let second: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'ES256' });
-    second = await startSecondInstance(server);
-  });
-  afterAll(async () => {
-    await second.close();
-    await server.close();
-  });
+  beforeAll(async () => ({ server, second } = await startTwoInstances({ ID_TOKEN_SIGNING_ALG: 'ES256' })));
+  afterAll(() => closeAll(second, server));
 
   it('makes a new key current on every instance, keeps the old one published until its tokens expire, then drops it', async () => {
     const es256 = (keys: { kid?: string; alg?: string }[]) => keys.filter((k) => k.alg === 'ES256').map((k) => k.kid);
