@@ -2,7 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTokens, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { signInOwner } from '../helpers/owner.js';
+import { serverWithMail, signInOwner } from '../helpers/owner.js';
 import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
@@ -277,18 +277,10 @@ describe(`the owners' portal pages (${storeName})`, () => {
 });
 
 describe(`the portal with OWNER_AGENT_CREATION=false (${storeName})`, () => {
-  let smtp: TestSmtp;
-  let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, OWNER_AGENT_CREATION: 'false' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  const started = serverWithMail({ OWNER_AGENT_CREATION: 'false' });
 
   it('offers no form to create an agent', async () => {
+    const { server, smtp } = started;
     const owner = await signInOwner(server.app, smtp, fresh());
     const home = await server.app.inject({ url: '/account', headers: { cookie: owner.cookie } });
     expect(home.statusCode).toBe(200);
