@@ -160,10 +160,16 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     expect(kept).toMatch(/^aa_as_/);
     expect((await introspect(server, mail, tokens.access_token)).json()).toMatchObject({ active: true });
 
-    // Checked: every website's tokens end too.
+    // Checked: every website's tokens end too, and the page's websites table says so without a reload
+    // (which would lose the secret shown once).
+    await page.reload();
+    const mailRow = page.locator(`#websites-table tr[data-client="${mail.client_id}"]`);
+    await mailRow.waitFor();
     await box.check();
     await page.getByRole('button', { name: 'Rotate secret' }).click();
     await page.getByText('Secret rotated. The old secret, every website’s tokens of this agent and its sign-ins in flight no longer work').waitFor();
+    await page.getByText('None: this agent holds no live sign-in anywhere.').waitFor();
+    await expect(mailRow.count()).resolves.toBe(0);
     await expect.poll(async () => (await page.locator('#new-secret').textContent())!.trim()).not.toBe(kept);
     agent.agent_secret = (await page.locator('#new-secret').textContent())!.trim();
     expect((await introspect(server, mail, tokens.access_token)).json()).toEqual({ active: false });

@@ -3,7 +3,8 @@
 //   data-done="reload"        reloads the page, which shows data-notice;
 //   data-done="go:/path"      goes there, which shows data-notice;
 //   data-done="secret"        fills the hidden section named by data-secret with the answer's fields
-//                             ([data-field="agent_secret"] …) and shows it: a secret shown once, never stored.
+//                             ([data-field="agent_secret"] …) and shows it: a secret shown once, never stored;
+//                             the websites table keeps only the websites the answer still lists.
 // Fields: a checkbox sends true/false; data-type="boolean" sends value === "true"; data-type="nullable"
 // sends null for an empty value; data-type="json" sends the value parsed (data-invalid says why not).
 // An unchecked checkbox's data-notice-unchecked replaces the form's data-notice.
@@ -59,6 +60,24 @@
     section.focus();
   }
 
+  // An answer that lists the agent's websites (a rotation that signed it out of them) trims the table, as a
+  // reload would, without losing the secret shown once.
+  function keepWebsites(websites) {
+    var table = document.getElementById('websites-table');
+    if (!table || !Array.isArray(websites)) return;
+    var live = websites.map(function (w) { return w.client_id; });
+    table.querySelectorAll('tbody tr[data-client]').forEach(function (row) {
+      if (live.indexOf(row.getAttribute('data-client')) < 0) row.remove();
+    });
+    if (table.querySelector('tbody tr')) return;
+    var section = table.closest('section');
+    section.querySelectorAll(':scope > .hint, :scope > .table-wrap').forEach(function (el) { el.remove(); });
+    var empty = document.createElement('p');
+    empty.className = 'empty';
+    empty.textContent = 'None: this agent holds no live sign-in anywhere.';
+    section.appendChild(empty);
+  }
+
   document.querySelectorAll('form[data-api]').forEach(function (form) {
     var status = form.querySelector('[role=status]');
     var say = function (text) { if (status) status.textContent = text; };
@@ -88,6 +107,7 @@
             var message = noticeOf(form);
             if (done === 'secret') {
               showSecret(document.getElementById(form.getAttribute('data-secret')), data);
+              keepWebsites(data.websites);
               say(message || '');
               buttons.forEach(function (b) { b.disabled = false; });
               return;
