@@ -230,4 +230,28 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
     expect(page.url()).toBe(`${issuer}/account`);
     expect(problems).toEqual([]);
   });
+
+  it('moves the account to another address from the settings page, once the link mailed there is used', async () => {
+    await page.goto(`${issuer}/account`);
+    await page.getByLabel('Your email address').fill(email);
+    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+    await page.goto(linkIn(await smtp.next(email, 5000, (mail) => mail.subject.includes('sign-in link'))));
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${issuer}/account`);
+
+    const moved = `moved-${randomBytes(4).toString('hex')}@example.com`;
+    await page.getByRole('navigation').getByRole('link', { name: 'Settings' }).click();
+    await page.getByLabel('Move your account to another address').fill(moved);
+    await page.getByRole('button', { name: 'Mail a link to the new address' }).click();
+    await page.getByText('A link is on its way to the new address.').waitFor();
+    // Nothing changes until the new mailbox answers.
+    await expect(page.locator('.facts').textContent()).resolves.toContain(email);
+    await page.goto(linkIn(await smtp.next(moved, 5000)));
+    await page.getByRole('button', { name: /Sign in|Confirm|Use/ }).click();
+    await page.waitForURL(`${issuer}/account`);
+    await page.getByRole('navigation').getByRole('link', { name: 'Settings' }).click();
+    await expect(page.locator('.facts').textContent()).resolves.toContain(moved);
+    await expect(page.locator('.facts').textContent()).resolves.toContain('Yes: you used a sign-in link sent to it');
+    expect(problems).toEqual([]);
+  });
 });
