@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exchangeCode, introspect, issueTokens, refresh, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, signInToCode, startAuthorize } from '../helpers/flow.js';
-import { mailedLink, signInOwner, useLink } from '../helpers/owner.js';
+import { closeServerWithMail, mailedLink, signInOwner, startServerWithMail, useLink } from '../helpers/owner.js';
 import { within } from '../helpers/poll.js';
 import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import type { TestSmtp } from '../helpers/smtp.js';
 
 const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
 type Owner = Awaited<ReturnType<typeof signInOwner>>;
@@ -14,14 +14,8 @@ type Owner = Awaited<ReturnType<typeof signInOwner>>;
 describe(`owners control their agents (${storeName})`, () => {
   let smtp: TestSmtp;
   let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, ID_TOKEN_SIGNING_ALG: 'ES256' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  beforeAll(async () => ({ smtp, server } = await startServerWithMail({ ID_TOKEN_SIGNING_ALG: 'ES256' })));
+  afterAll(() => closeServerWithMail({ smtp, server }));
 
   /** An owner with an agent they created, signed in at two websites. */
   async function ownerWithSignIns(owner: Owner, email: string) {
@@ -277,14 +271,8 @@ describe(`owners control their agents (${storeName})`, () => {
 describe(`REQUIRE_VERIFIED_EMAIL and notices (${storeName})`, () => {
   let smtp: TestSmtp;
   let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, REQUIRE_VERIFIED_EMAIL: 'true' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  beforeAll(async () => ({ smtp, server } = await startServerWithMail({ REQUIRE_VERIFIED_EMAIL: 'true' })));
+  afterAll(() => closeServerWithMail({ smtp, server }));
 
   it('refuses authenticate with 403 email_not_verified while the owner has not proved the mailbox', async () => {
     const agent = await server.createAgent();

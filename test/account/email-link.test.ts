@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
-import { cookiesOf, linkForm, mailedLink, signInOwner, useLink } from '../helpers/owner.js';
+import { closeServerWithMail, cookiesOf, linkForm, mailedLink, signInOwner, startServerWithMail, useLink } from '../helpers/owner.js';
 import { ISSUER, startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
@@ -10,14 +10,8 @@ const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
 describe(`owners sign in by email link (${storeName})`, () => {
   let smtp: TestSmtp;
   let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  beforeAll(async () => ({ smtp, server } = await startServerWithMail({ RATE_LIMIT_EMAIL_LINK_PER_IP: '1000' })));
+  afterAll(() => closeServerWithMail({ smtp, server }));
 
   it('mails one link that a GET never spends and the page’s form uses once, verifying the email', async () => {
     const email = fresh();

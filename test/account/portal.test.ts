@@ -2,9 +2,9 @@ import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { issueTokens, userinfo } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { serverWithMail, signInOwner } from '../helpers/owner.js';
-import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { closeServerWithMail, serverWithMail, signInOwner, startServerWithMail } from '../helpers/owner.js';
+import { ISSUER, type TestServer } from '../helpers/server.js';
+import type { TestSmtp } from '../helpers/smtp.js';
 
 const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
 type Owner = Awaited<ReturnType<typeof signInOwner>>;
@@ -19,14 +19,8 @@ const PAGES = ['/account/agents', '/account/history', '/account/settings', '/acc
 describe(`the owners' portal pages (${storeName})`, () => {
   let smtp: TestSmtp;
   let server: TestServer;
-  beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  beforeAll(async () => ({ smtp, server } = await startServerWithMail()));
+  afterAll(() => closeServerWithMail({ smtp, server }));
 
   const page = (url: string, owner?: Owner) => server.app.inject({ url, headers: owner ? { cookie: owner.cookie } : {} });
 

@@ -74,13 +74,19 @@ export async function startPortalServer(smtp: TestSmtp): Promise<{ server: TestS
  */
 export function serverWithMail(env: Record<string, string> = {}) {
   const started = {} as { smtp: TestSmtp; server: TestServer };
-  beforeAll(async () => {
-    started.smtp = await startSmtp();
-    started.server = await startTestServer({ SMTP_URL: started.smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000', ...env });
-  });
-  afterAll(async () => {
-    await started.server?.close();
-    await started.smtp?.close();
-  });
+  beforeAll(async () => Object.assign(started, await startServerWithMail({ RATE_LIMIT_EMAIL_LINK_PER_IP: '1000', ...env })));
+  afterAll(() => closeServerWithMail(started));
   return started;
+}
+
+/** A real SMTP server and a test server (with `env`) mailing through it. */
+export async function startServerWithMail(env: Record<string, string> = {}): Promise<{ smtp: TestSmtp; server: TestServer }> {
+  const smtp = await startSmtp();
+  return { smtp, server: await startTestServer({ SMTP_URL: smtp.url, ...env }) };
+}
+
+/** Closes what startServerWithMail started (the server first), passing over what never started. */
+export async function closeServerWithMail({ smtp, server }: { smtp?: TestSmtp; server?: TestServer }): Promise<void> {
+  await server?.close();
+  await smtp?.close();
 }
