@@ -1,5 +1,6 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -77,9 +78,12 @@ describe.runIf(hasChromium)('the README in a fresh clone, line by line', { timeo
     return block.output();
   }
 
+  /** SIGTERM to the block's process group; what still runs 20 s later gets SIGKILL. */
   function stop(child: ChildProcess) {
-    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, 'SIGTERM');
-    return new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(undefined) : child.on('exit', resolve)));
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    process.kill(-child.pid!, 'SIGTERM');
+    const kill = setTimeout(() => process.kill(-child.pid!, 'SIGKILL'), 20_000);
+    return new Promise<void>((resolve) => child.on('exit', () => resolve(clearTimeout(kill))));
   }
 
   beforeAll(async () => {
@@ -98,8 +102,10 @@ describe.runIf(hasChromium)('the README in a fresh clone, line by line', { timeo
     console.info(
       `README in a fresh clone, seconds per step: ${JSON.stringify(Object.fromEntries(Object.entries(timings).map(([k, v]) => [k, v / 1000])))}`,
     );
-    rmSync(dir, { recursive: true, force: true });
-  });
+    // The clone holds node_modules and a Python virtual environment: on a busy disk, removing them
+    // has taken over a minute.
+    await rm(dir, { recursive: true, force: true });
+  }, 300_000);
 
   const authUrl = () => `http://localhost:${ports['3000']}`;
   const websiteUrl = () => `http://localhost:${ports['8080']}`;
