@@ -407,6 +407,7 @@ const AUDIT_FILTERS: [flags: string, description: string, param: string, parse?:
   ['--client <id>', 'events at this website (client)', 'client_id'],
   ['--request <id>', 'events of this authorization request', 'request_id'],
   ['--event <event>', 'only this event, e.g. revoked', 'event'],
+  ['--actor <actor>', 'only what operators (admin) or owners (owner) did', 'actor'],
   ['--since <date>', 'from this time on (ISO 8601: 2025-01-31 or 2025-01-31T12:00:00Z)', 'from', parseDate],
   ['--until <date>', 'before this time (ISO 8601: 2025-01-31 or 2025-01-31T12:00:00Z)', 'to', parseDate],
   ['--limit <n>', 'events per page (1-200, default 50)', 'limit', parseLimit],

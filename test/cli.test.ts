@@ -272,8 +272,8 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
       new RegExp(`^${all.events[0].id}\\s+\\S+\\s+token_issued\\s+-\\s+${agent.agent_id}\\s+${shop.client_id}\\s+model-two\\s+-$`, 'm'),
     );
     expect(page.stderr.trim()).toBe(`more: --cursor ${all.events[0].id}`);
-    // Who acted: the operator registered the agent.
-    const created = await cli(['audit', '--agent', agent.agent_id, '--event', 'agent_created']);
+    // Who acted: the operator registered the agent, and it is all the operator did to it.
+    const created = await cli(['audit', '--agent', agent.agent_id, '--actor', 'admin']);
     expect(created.stdout).toMatch(/^id\s+at\s+event\s+actor\s+agent_id\s+client_id\s+model\s+reason$/m);
     expect(created.stdout).toMatch(new RegExp(`^\\d+\\s+\\S+\\s+agent_created\\s+admin\\s+${agent.agent_id}\\s+-\\s+-\\s+-$`, 'm'));
     const next = await cliJson(['audit', '--client', shop.client_id, '--limit', '1', '--cursor', String(all.events[0].id), '--since', '2000-01-01']);

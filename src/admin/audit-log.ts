@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AUDIT_EVENTS } from '../store/audit-log.js';
+import { AUDIT_ACTORS, AUDIT_EVENTS } from '../store/audit-log.js';
 import type { Store } from '../store/index.js';
 
 const id = z.string().min(1).max(200);
@@ -19,6 +19,8 @@ export const auditQuery = z.object({
   client_id: id.optional(),
   request_id: id.optional(),
   event: z.enum(AUDIT_EVENTS).optional(),
+  /** Only what operators (`admin`) or owners (`owner`) did. */
+  actor: z.enum(AUDIT_ACTORS).optional(),
   /** Inclusive. */
   from: instant.optional(),
   /** Exclusive. */
@@ -45,12 +47,12 @@ export const eventView = z.object({
   model: z.string().nullable(),
   reason: z.string().nullable(),
   detail: z.record(z.string(), z.unknown()).nullable(),
-  actor: z.enum(['admin', 'owner']).nullable().describe('who acted: an operator or the owner; null for agents, websites and the server'),
+  actor: z.enum(AUDIT_ACTORS).nullable().describe('who acted: an operator or the owner; null for agents, websites and the server'),
 });
 
 /** One page of the audit log, newest first, and the cursor of the next page when there is one. */
 export async function auditPage(store: Store, query: z.output<typeof auditQuery>) {
-  const { agent_id, email, client_id, request_id, event, from, to, limit, cursor } = query;
+  const { agent_id, email, client_id, request_id, event, actor, from, to, limit, cursor } = query;
   // One more than asked tells whether another page follows.
   const rows = await store.auditLog.list({
     agentId: agent_id,
@@ -58,6 +60,7 @@ export async function auditPage(store: Store, query: z.output<typeof auditQuery>
     clientId: client_id,
     requestId: request_id,
     event,
+    actor,
     from,
     to,
     beforeId: cursor === undefined ? undefined : Number(cursor),

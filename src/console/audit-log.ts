@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { auditPage, auditQuery } from '../admin/audit-log.js';
-import { AUDIT_EVENTS } from '../store/audit-log.js';
+import { AUDIT_ACTORS, AUDIT_EVENTS } from '../store/audit-log.js';
 import { firstProblem, renderConsole } from './render.js';
 import { websiteDirectory } from './resource.js';
 
@@ -21,6 +21,7 @@ export default async function auditPages(app: FastifyInstance) {
       return renderConsole(request, reply.code(400), 'audit', {
         title: 'Audit log',
         events: AUDIT_EVENTS,
+        actors: AUDIT_ACTORS,
         filters,
         rows: [],
         message: firstProblem(parsed.error),
@@ -33,6 +34,14 @@ export default async function auditPages(app: FastifyInstance) {
     // Websites by name and host; a deleted one is left with its id.
     const rows = events.map((e) => ({ ...e, website: e.client_id ? websites.get(e.client_id) : undefined }));
     const next = nextCursor ? `/console/audit?${new URLSearchParams({ ...given, cursor: nextCursor })}` : undefined;
-    return renderConsole(request, reply, 'audit', { title: 'Audit log', events: AUDIT_EVENTS, filters, rows, next, paged: Boolean(given.cursor) });
+    return renderConsole(request, reply, 'audit', {
+      title: 'Audit log',
+      events: AUDIT_EVENTS,
+      actors: AUDIT_ACTORS,
+      filters,
+      rows,
+      next,
+      paged: Boolean(given.cursor),
+    });
   });
 }

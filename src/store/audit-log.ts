@@ -1,5 +1,9 @@
 import type { Db } from '../db/types.js';
 
+/** Who acted, on the rows of people's actions: an operator (admin API, console, CLI) or an owner. */
+export const AUDIT_ACTORS = ['admin', 'owner'] as const;
+export type AuditActor = (typeof AUDIT_ACTORS)[number];
+
 /** Every event of the audit log (table audit_events, migrations/003), in the order a sign-in meets them. */
 export const AUDIT_EVENTS = [
   'authorize_started',
@@ -73,12 +77,12 @@ export interface AuditRecord {
   reason: string | null;
   detail: Record<string, unknown> | null;
   /** Who acted: an operator (`admin`), an owner (`owner`); null for what agents, websites and the server do. */
-  actor: 'admin' | 'owner' | null;
+  actor: AuditActor | null;
 }
 
 /** An action of an operator or an owner, for the audit log. */
 export interface AuditAction {
-  actor: 'admin' | 'owner';
+  actor: AuditActor;
   event: AuditEvent;
   /** The owner concerned; looked up from the agent when not given. */
   userId?: string | null;
@@ -94,6 +98,7 @@ export interface AuditFilter {
   clientId?: string;
   requestId?: string;
   event?: AuditEvent;
+  actor?: AuditActor;
   /** Inclusive lower bound of `at`. */
   from?: Date;
   /** Exclusive upper bound of `at`. */
@@ -120,7 +125,7 @@ export interface OwnerHistoryRecord {
   model: string | null;
   reason: string | null;
   detail: Record<string, unknown> | null;
-  actor: 'admin' | 'owner' | null;
+  actor: AuditActor | null;
 }
 
 /**
@@ -182,6 +187,7 @@ export function createAuditLogStore(db: Db) {
       add(filter.clientId, (p) => `e.client_id = ${p}`);
       add(filter.requestId, (p) => `e.request_id = ${p}`);
       add(filter.event, (p) => `e.event = ${p}`);
+      add(filter.actor, (p) => `e.actor = ${p}`);
       add(filter.from, (p) => `e.at >= ${p}`);
       add(filter.to, (p) => `e.at < ${p}`);
       add(filter.beforeId, (p) => `e.id < ${p}`);

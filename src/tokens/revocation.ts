@@ -4,6 +4,7 @@ import type { EventContext, Events } from '../events/emitter.js';
 import { grantIdOf } from '../oauth/access-token.js';
 import type { ClientCall } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
+import type { AuditActor } from '../store/audit-log.js';
 import type { RevocationLevel } from '../store/grant-admin.js';
 import type { EndedGrant } from '../store/grants.js';
 import type { Store } from '../store/index.js';
@@ -44,7 +45,7 @@ export async function revokeAtLevel(
   level: RevocationLevel,
   keys: string | string[],
   context: EventContext,
-  by: 'admin' | 'owner' = 'admin',
+  by: AuditActor = 'admin',
 ): Promise<EndedGrant[] | undefined> {
   const ended = await deps.store.grantAdmin.revoke(level, [keys].flat(), `${by}_${level}`);
   return ended && announceEnded(deps.events, ended, context);
@@ -61,7 +62,7 @@ export async function rotateSecret<T>(
   target: { level: 'agent' | 'client'; id: string; revokeGrants: boolean },
   rotate: () => Promise<T | undefined>,
   context: EventContext,
-  by: 'admin' | 'owner' = 'admin',
+  by: AuditActor = 'admin',
 ): Promise<T | undefined> {
   const rotated = await rotate();
   if (rotated && target.revokeGrants) await revokeAtLevel(deps, target.level, target.id, context, by);

@@ -78,10 +78,16 @@ describe(`owners control their agents (${storeName})`, () => {
     expect((await owner.call('GET', '/account/api/agents')).json()).toEqual({ agents: [] });
     expect((await owner.call('DELETE', `/account/api/agents/${agent.agent_id}`)).statusCode).toBe(404);
 
-    // Every action is in the audit log as the owner's.
+    // Every action is in the audit log as the owner's, and the operators' filter by actor finds exactly those.
     const audit = (await server.adminCall('GET', `/admin/audit?email=${encodeURIComponent(email)}&limit=200`)).json.events;
-    const actions = audit.filter((e: { actor: string | null }) => e.actor === 'owner').map((e: { event: string }) => e.event);
-    expect(actions).toEqual(expect.arrayContaining(['owner_signed_in', 'agent_created', 'agent_updated', 'agent_secret_rotated', 'agent_deleted']));
+    const owners = audit.filter((e: { actor: string | null }) => e.actor === 'owner');
+    expect(owners.map((e: { event: string }) => e.event)).toEqual(
+      expect.arrayContaining(['owner_signed_in', 'agent_created', 'agent_updated', 'agent_secret_rotated', 'agent_deleted']),
+    );
+    const byOwner = (await server.adminCall('GET', `/admin/audit?email=${encodeURIComponent(email)}&actor=owner&limit=200`)).json.events;
+    expect(byOwner).toEqual(owners);
+    expect((await server.adminCall('GET', `/admin/audit?email=${encodeURIComponent(email)}&actor=admin`)).json.events).toEqual([]);
+    expect((await server.adminCall('GET', '/admin/audit?actor=agent')).json.error).toBe('invalid_request');
   });
 
   it('rotating the secret ends the agent’s tokens unless revoke_grants is false; a deactivation keeps nothing for a reactivation', async () => {

@@ -391,6 +391,12 @@ describe(`the operators' console (${storeName})`, () => {
     const { agent } = await signInToCode(server);
     const steps = (await op.get(`/console/audit?agent_id=${agent.agent_id}&event=completed`)).body;
     expect(steps).toContain('<td data-label="By"></td>');
+    // The By filter keeps the operator's rows of that agent and drops its sign-in's steps.
+    const byAdmin = (await op.get(`/console/audit?agent_id=${agent.agent_id}&actor=admin`)).body;
+    expect(byAdmin).toContain('<option selected>admin</option>');
+    expect(byAdmin.match(/<td data-label="By">admin<\/td>/g)).toHaveLength(1);
+    expect(byAdmin).not.toContain('<td data-label="By"></td>');
+    expect((await op.get('/console/audit?actor=agent')).statusCode).toBe(400);
   });
 
   it('answers unknown records and pages with a 404 page, and bad audit filters with the reason', async () => {
