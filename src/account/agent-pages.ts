@@ -12,7 +12,8 @@ export const POLICY_CHOICES = {
   always: 'Ask me every time',
 } as const;
 
-const agentId = z.string().min(1).max(200);
+// No agent id holds a NUL (the database refuses it in text): such a path is an agent that does not exist.
+const agentId = z.string().min(1).max(200).refine((id) => !id.includes('\0'));
 
 /**
  * GET /account/agents/:id: one of the owner's agents, the websites it is signed in to with a Revoke

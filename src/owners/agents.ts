@@ -3,7 +3,7 @@ import { Forbidden, NotFound } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import type { Store } from '../store/index.js';
-import type { OwnerAgentLastSignIn } from '../store/owner-agents.js';
+import type { OwnerAgent, OwnerAgentLastSignIn, OwnerWebsite } from '../store/owner-agents.js';
 import type { ApprovalPolicy } from '../store/owners.js';
 import { agentRecords, revokeAtLevel, rotateSecret } from '../tokens/revocation.js';
 
@@ -29,6 +29,22 @@ export async function listAgents(deps: Pick<OwnerAgentDeps, 'store'>, userId: st
     ownerAgents.websites(userId),
     ownerAgents.lastSignIns(userId),
   ]);
+  return withActivity(agents, websites, lastSignIns);
+}
+
+/** One agent of the owner as listAgents shows it, read alone; another owner's is not found. */
+export async function ownAgent(deps: Pick<OwnerAgentDeps, 'store'>, userId: string, agentId: string) {
+  const { ownerAgents } = deps.store;
+  const [agent, websites, lastSignIns] = await Promise.all([
+    ownerAgents.get(userId, agentId),
+    ownerAgents.websites(userId, agentId),
+    ownerAgents.lastSignIns(userId, agentId),
+  ]);
+  if (!agent) throw noSuchAgent(agentId);
+  return withActivity([agent], websites, lastSignIns)[0];
+}
+
+function withActivity(agents: OwnerAgent[], websites: OwnerWebsite[], lastSignIns: OwnerAgentLastSignIn[]) {
   return agents.map((agent) => ({
     ...agent,
     last_sign_in: lastOf(lastSignIns, agent.agent_id),
@@ -43,13 +59,6 @@ function lastOf(signIns: OwnerAgentLastSignIn[], agentId: string) {
   if (!found) return null;
   const { agent_id: _agent, redirect_uri, ...rest } = found;
   return { ...rest, redirect_origin: redirectOrigin(redirect_uri) };
-}
-
-/** One agent of the owner as listAgents shows it; another owner's is not found. */
-export async function ownAgent(deps: Pick<OwnerAgentDeps, 'store'>, userId: string, agentId: string) {
-  const agent = (await listAgents(deps, userId)).find((a) => a.agent_id === agentId);
-  if (!agent) throw noSuchAgent(agentId);
-  return agent;
 }
 
 /** A new agent of the owner; its secret is in the answer and nowhere else. Off with OWNER_AGENT_CREATION=false. */

@@ -55,29 +55,32 @@ export function createOwnerAgentStore(db: Db) {
       return rows[0];
     },
 
-    /** The websites each of the owner's agents holds a live grant with (of an inactive agent too: they revive with it). */
-    async websites(userId: string): Promise<OwnerWebsite[]> {
+    /**
+     * The websites each of the owner's agents (or the one `agentId` names) holds a live grant with (of an
+     * inactive agent too: they revive with it).
+     */
+    async websites(userId: string, agentId?: string): Promise<OwnerWebsite[]> {
       const { rows } = await db.query<OwnerWebsite>(
         `SELECT DISTINCT ON (g.agent_id, g.client_id) g.agent_id, g.client_id, c.name AS client_name,
            c.redirect_uris[1] AS redirect_uri, g.scope, g.created_at AS last_sign_in_at, g.model AS last_model,
            (SELECT min(f.created_at) FROM grants f WHERE f.agent_id = g.agent_id AND f.client_id = g.client_id) AS first_sign_in_at
          FROM grants g JOIN agents a ON a.id = g.agent_id JOIN clients c ON c.id = g.client_id
-         WHERE a.user_id = $1 AND g.revoked_at IS NULL AND g.expires_at > now() AND c.active
+         WHERE a.user_id = $1 AND ($2::text IS NULL OR g.agent_id = $2) AND g.revoked_at IS NULL AND g.expires_at > now() AND c.active
          ORDER BY g.agent_id, g.client_id, g.created_at DESC`,
-        [userId],
+        [userId, agentId ?? null],
       );
       return rows;
     },
 
-    /** Each of the owner's agents' newest sign-in, whether its grant is still live or not. */
-    async lastSignIns(userId: string): Promise<OwnerAgentLastSignIn[]> {
+    /** Each of the owner's agents' (or the one `agentId` names) newest sign-in, whether its grant is still live or not. */
+    async lastSignIns(userId: string, agentId?: string): Promise<OwnerAgentLastSignIn[]> {
       const { rows } = await db.query<OwnerAgentLastSignIn>(
         `SELECT DISTINCT ON (g.agent_id) g.agent_id, g.created_at AS at, g.client_id, c.name AS client_name,
            c.redirect_uris[1] AS redirect_uri, g.model
          FROM grants g JOIN agents a ON a.id = g.agent_id JOIN clients c ON c.id = g.client_id
-         WHERE a.user_id = $1
+         WHERE a.user_id = $1 AND ($2::text IS NULL OR g.agent_id = $2)
          ORDER BY g.agent_id, g.created_at DESC, g.id DESC`,
-        [userId],
+        [userId, agentId ?? null],
       );
       return rows;
     },
