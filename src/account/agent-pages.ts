@@ -13,7 +13,11 @@ export const POLICY_CHOICES = {
 } as const;
 
 // No agent id holds a NUL (the database refuses it in text): such a path is an agent that does not exist.
-const agentId = z.string().min(1).max(200).refine((id) => !id.includes('\0'));
+const agentId = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((id) => !id.includes('\0'));
 
 /**
  * GET /account/agents/:id: one of the owner's agents, the websites it is signed in to with a Revoke
