@@ -7,7 +7,7 @@ import type { RunningServer } from '../src/server.js';
 import { insertCode } from './helpers/codes.js';
 import { storeName } from './helpers/database.js';
 import { startLocalServer } from './helpers/listening.js';
-import { finished, spawnSource } from './helpers/process.js';
+import { finished, spawnBuilt } from './helpers/process.js';
 
 const hash = (secret: string) => createHash('sha256').update(secret).digest('base64url');
 
@@ -28,7 +28,7 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
 
   /** Runs `agent-auth` against the test server; `--url` and `ADMIN_TOKEN` unless the test says otherwise. */
   function cli(args: string[], env: Record<string, string | undefined> = { ADMIN_TOKEN: token }, url = true) {
-    return finished(spawnSource('src/cli.ts', url ? ['--url', server.adminUrl, ...args] : args, env));
+    return finished(spawnBuilt('cli', url ? ['--url', server.adminUrl, ...args] : args, env));
   }
   async function cliJson(args: string[]) {
     const res = await cli(['--json', ...args]);
@@ -191,7 +191,7 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
   });
   afterAll(() => local?.stop());
 
-  const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
+  const cli = (args: string[]) => finished(spawnBuilt('cli', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
   async function cliJson(args: string[]) {
     const res = await cli(['--json', ...args]);
     expect(res.stderr).toBe('');
@@ -363,7 +363,7 @@ describe(`agent-auth CLI: sign-in history, revocation and audit (${storeName})`,
   });
 
   it('prints its version', async () => {
-    const res = await finished(spawnSource('src/cli.ts', ['--version']));
+    const res = await finished(spawnBuilt('cli', ['--version']));
     expect(res.code).toBe(0);
     expect(res.stdout.trim()).toBe(JSON.parse(readFileSync('package.json', 'utf8')).version);
   });
@@ -379,7 +379,7 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
 
   it('lists the ID token signing keys and rotates them; the old key stays published', async () => {
     const { server } = local;
-    const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
+    const cli = (args: string[]) => finished(spawnBuilt('cli', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
     // The ES256 keys in the JWKS (one current key per algorithm is published, RS256 first).
     const jwks = async () =>
       ((await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: { kid: string; alg: string }[] }).keys
@@ -400,7 +400,7 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
 
   it('registers a website’s ID token algorithm and logout URI, lists failed logout deliveries and retries one', async () => {
     const { server } = local;
-    const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
+    const cli = (args: string[]) => finished(spawnBuilt('cli', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
     const created = await cli([
       '--json',
       ...['clients', 'create', '--name', 'Logout shop', '--redirect-uri', 'https://shop.example/cb'],

@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { createTestDatabase, storeName, type TestDatabase, usingPostgres } from './helpers/database.js';
-import { finished, spawnSource, startServerProcess } from './helpers/process.js';
+import { finished, spawnBuilt, startServerProcess } from './helpers/process.js';
 
 const ADMIN_TOKEN = 'startup-test-admin-token-0123456789';
 const TABLES = [
@@ -115,7 +115,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
       ['ISSUER', 'http://auth.example'],
     ];
     it('exits 1 with one line naming the variable on a configuration error', async () => {
-      const results = await Promise.all(bad.map(([name, value]) => finished(spawnSource('src/main.ts', [], { DATA_DIR: 'memory', [name]: value }))));
+      const results = await Promise.all(bad.map(([name, value]) => finished(spawnBuilt('main', [], { DATA_DIR: 'memory', [name]: value }))));
       results.forEach((res, i) => {
         const [name] = bad[i];
         expect(res.code, name).toBe(1);
@@ -125,7 +125,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     });
 
     it('refuses DATA_DIR=memory without ADMIN_TOKEN: a generated token would be kept nowhere', async () => {
-      const res = await finished(spawnSource('src/main.ts', [], { DATA_DIR: 'memory', PORT: '0', ADMIN_PORT: '0' }));
+      const res = await finished(spawnBuilt('main', [], { DATA_DIR: 'memory', PORT: '0', ADMIN_PORT: '0' }));
       expect(res.code).toBe(1);
       expect(res.stderr).toMatch(/^agent-auth: invalid configuration: ADMIN_TOKEN must be set with DATA_DIR=memory[^\n]*\n$/);
     });
@@ -228,7 +228,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
         const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-lock-'));
         tempDirs.push(dataDir);
         const first = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
-        const secondChild = spawnSource('src/main.ts', [], serverEnv({ DATA_DIR: dataDir }));
+        const secondChild = spawnBuilt('main', [], serverEnv({ DATA_DIR: dataDir }));
         // A second process that starts serving would never exit by itself.
         const stopUnrefused = setTimeout(() => secondChild.kill('SIGKILL'), 30_000);
         const second = await finished(secondChild);

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.js';
 import { storeName } from '../helpers/database.js';
 import { startLocalServer } from '../helpers/listening.js';
-import { finished, spawnSource } from '../helpers/process.js';
+import { finished, spawnBuilt } from '../helpers/process.js';
 
 const ADMIN_TOKEN = 'cli-agent-keys-admin-token-0123456789';
 
@@ -39,7 +39,7 @@ describe(`agent-auth agents keys (${storeName})`, { timeout: 120_000 }, () => {
     });
     return res.status === 204 ? undefined : res.json();
   }
-  const cli = (args: string[]) => finished(spawnSource('src/cli.ts', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN }));
+  const cli = (args: string[]) => finished(spawnBuilt('cli', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN }));
 
   /** A sign-in started at the server, authenticated with an assertion signed by the PEM in `file`. */
   async function signInWith(file: string, kid: string) {

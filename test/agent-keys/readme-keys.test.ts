@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
 import { startAuthorize } from '../helpers/flow.js';
 import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
-import { finished, repoRoot, spawnSource } from '../helpers/process.js';
+import { finished, repoRoot, spawnBuilt } from '../helpers/process.js';
 import { ADMIN_TOKEN } from '../helpers/server.js';
 
 const README = readFileSync(join(repoRoot, 'README.md'), 'utf8');
@@ -50,7 +50,7 @@ describe(`the README's "Agents with keys", run as written (${storeName})`, { tim
     for (const line of lines) {
       const args = line.replace('npx agent-auth ', '').replace('agent_…', agentId).split(' ');
       const res = await finished(
-        spawnSource('src/cli.ts', ['--url', adminUrl, ...args.map((a) => (a === 'agent-key.pem' ? join(dir, a) : a))], { ADMIN_TOKEN }),
+        spawnBuilt('cli', ['--url', adminUrl, ...args.map((a) => (a === 'agent-key.pem' ? join(dir, a) : a))], { ADMIN_TOKEN }),
       );
       expect(res.code, res.stderr).toBe(0);
     }

@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { diskFullFailure } from '../../src/db/data-dir-space.js';
-import { finished, spawnSource, startServerProcess } from '../helpers/process.js';
+import { finished, spawnBuilt, startServerProcess } from '../helpers/process.js';
 
 const ADMIN_TOKEN = 'data-dir-space-admin-token-0123456789';
 
 /** The start of the real entry point, to its exit: code and what it wrote. */
 const start = (env: Record<string, string>) =>
-  finished(spawnSource('src/main.ts', [], { PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN, LOG_LEVEL: 'warn', ...env }));
+  finished(spawnBuilt('main', [], { PORT: '0', ADMIN_PORT: '0', ADMIN_TOKEN, LOG_LEVEL: 'warn', ...env }));
 
 /** One line on stderr, readable: no stack trace, no `[object Object]`, no bare engine abort. */
 function expectOneReadableLine(stderr: string) {

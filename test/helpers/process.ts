@@ -6,10 +6,13 @@ export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 // Variables of the developer's shell that would change what a child process does.
 const INHERITED_OUT = ['ADMIN_TOKEN', 'ADMIN_PORT', 'AGENT_AUTH_ADMIN_URL', 'DATA_DIR', 'DATABASE_URL', 'PORT', 'JWT_SECRET', 'JWT_SECRETS'];
 
-/** Runs a TypeScript entry point of src/ (through tsx, no build needed) with a clean environment plus `env`. */
-export function spawnSource(entry: string, args: string[], env: Record<string, string | undefined> = {}): ChildProcess {
+/**
+ * Runs an entry point as `npm start` and `npx agent-auth` do, from dist/ (test/global-setup.ts brings it up
+ * to date with the sources first), with a clean environment plus `env`.
+ */
+export function spawnBuilt(entry: 'main' | 'cli', args: string[], env: Record<string, string | undefined> = {}): ChildProcess {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !INHERITED_OUT.includes(k)));
-  return spawn(process.execPath, ['--import', 'tsx', entry, ...args], {
+  return spawn(process.execPath, [`dist/${entry}.js`, ...args], {
     cwd: repoRoot,
     env: { ...base, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -42,9 +45,9 @@ export interface ServerProcess {
   exit: Promise<Finished>;
 }
 
-/** Starts src/main.ts and resolves once it says where it listens. */
+/** Starts the server (dist/main.js) and resolves once it says where it listens. */
 export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const child = spawnSource('src/main.ts', [], env);
+  const child = spawnBuilt('main', [], env);
   const exit = finished(child);
   const [url, adminUrl] = await new Promise<[string, string]>((resolve, reject) => {
     let out = '';
