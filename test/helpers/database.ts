@@ -32,6 +32,15 @@ async function openPgliteFromTemplate(): Promise<Db> {
 }
 
 /**
+ * The embedded store a server's first start on a new DATA_DIR would create at `dir`, made from the
+ * migrated template instead: seconds instead of a minute on a busy machine.
+ */
+export async function seedPgliteDir(dir: string): Promise<void> {
+  const db = await PGlite.create(dir, { loadDataDir: new Blob([readFileSync(inject('pgliteTemplate'))]) });
+  await db.close();
+}
+
+/**
  * A fresh, empty database for one test file: a schema of its own on PostgreSQL when
  * TEST_DATABASE_URL is set (so parallel files never collide), else an in-memory PGlite.
  */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Env, loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/server.js';
-import { createTestDatabase } from './database.js';
+import { createTestDatabase, seedPgliteDir } from './database.js';
 import { startTestServer, type TestServer } from './server.js';
 
 /** A port that was free a moment ago: the issuer must be known before the server is built. */
@@ -48,6 +48,8 @@ export function localConfig(dataDir: string, databaseUrl: string | undefined, en
 export async function startLocalServer(env: Record<string, string> = {}) {
   const database = await createTestDatabase();
   const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-local-'));
+  // The first start on an embedded store is test/startup.test.ts's subject; here it only costs time.
+  if (!database.url && env.DATA_DIR === undefined) await seedPgliteDir(join(dataDir, 'pglite'));
   const server = await startServer(localConfig(dataDir, database.url, env));
   return {
     database,
