@@ -25,10 +25,12 @@ export function schemaUrl(base: string, schema: string): string {
   return url.toString();
 }
 
-/** An in-memory PGlite loaded from the migrated template that test/global-setup.ts made. */
+/** The migrated, empty store test/global-setup.ts dumped, for PGlite's `loadDataDir`. */
+const template = () => new Blob([readFileSync(inject('pgliteTemplate'))]);
+
+/** An in-memory PGlite loaded from the template. */
 async function openPgliteFromTemplate(): Promise<Db> {
-  const template = new Blob([readFileSync(inject('pgliteTemplate'))]);
-  return wrapPglite(await PGlite.create({ loadDataDir: template }));
+  return wrapPglite(await PGlite.create({ loadDataDir: template() }));
 }
 
 /**
@@ -36,7 +38,7 @@ async function openPgliteFromTemplate(): Promise<Db> {
  * migrated template instead: seconds instead of a minute on a busy machine.
  */
 export async function seedPgliteDir(dir: string): Promise<void> {
-  const db = await PGlite.create(dir, { loadDataDir: new Blob([readFileSync(inject('pgliteTemplate'))]) });
+  const db = await PGlite.create(dir, { loadDataDir: template() });
   await db.close();
 }
 
