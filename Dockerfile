@@ -8,6 +8,7 @@ FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY sdk/typescript/package.json sdk/typescript/
+COPY sdk/website/package.json sdk/website/
 RUN npm ci --ignore-scripts
 COPY . .
 RUN npm run build
@@ -17,6 +18,7 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY sdk/typescript/package.json sdk/typescript/
+COPY sdk/website/package.json sdk/website/
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 
 FROM node:24-bookworm-slim

@@ -33,13 +33,16 @@ const storeIndependent = [
 ];
 
 const sdk = (file: string) => fileURLToPath(new URL(`./sdk/typescript/src/${file}`, import.meta.url));
+const kit = (file: string) => fileURLToPath(new URL(`./sdk/website/src/${file}`, import.meta.url));
 
 export default defineConfig({
-  // The agent SDK's source, as tsconfig.json's `paths` has it: tests never run a stale sdk/typescript/dist.
+  // The SDKs' sources, as tsconfig.json's `paths` has them: tests never run a stale dist/ of either.
   resolve: {
     alias: [
       { find: /^@agent-auth\/agent$/, replacement: sdk('index.ts') },
-      { find: /^@agent-auth\/agent\/protocol$/, replacement: sdk('protocol.ts') },
+      { find: /^@agent-auth\/agent\/(\w[\w-]*)$/, replacement: sdk('$1.ts') },
+      { find: /^@agent-auth\/website$/, replacement: kit('index.ts') },
+      { find: /^@agent-auth\/website\/(\w[\w-]*)$/, replacement: kit('$1.ts') },
     ],
   },
   test: {

@@ -1,0 +1,2 @@
+// The website kit's entry point: each module below is re-exported here as it lands.
+export {};
