@@ -231,6 +231,15 @@ const envSchema = z.object({
         '`true`: owners create their own agents in `/account`. `false`: only operators do (admin API, console, CLI); the owner API answers 403 `forbidden`.',
       ),
     ),
+  OWNER_FRESH_SECONDS: seconds
+    .max(3600)
+    .default(300)
+    .meta(
+      about(
+        'How long a sign-in (or a passkey confirmation) of an owner counts as fresh: approving without a passkey, changing the email, and every change that weakens the owner’s protection need one this recent.',
+        'An owner session is fresh while its last user verification (an email-link sign-in, a passkey sign-in, or a confirmation with the passkey at `POST /account/api/reauthenticate`) is younger than this many seconds. Approving a sign-in without a passkey, moving the account to another email, and every change that weakens the owner’s protection (adding or removing a passkey, lowering an approval policy, adding an agent key, turning notices off) need a fresh session, else 403 `fresh_authentication_required`. At most 3600. See docs/security.md.',
+      ),
+    ),
   REQUIRE_VERIFIED_EMAIL: bool
     .default(false)
     .meta(
@@ -521,6 +530,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
       signup: e.OWNER_SIGNUP,
       agentCreation: e.OWNER_AGENT_CREATION,
       requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL,
+      freshSeconds: e.OWNER_FRESH_SECONDS,
     },
     logLevel: e.LOG_LEVEL,
     purgeIntervalSeconds: e.PURGE_INTERVAL_SECONDS,

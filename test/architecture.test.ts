@@ -62,7 +62,7 @@ const STORE_SLICES: Record<string, string[]> = {
   'services.ts': ['serverKeys'],
   oidc: ['serverKeys'],
   // Passkeys: their own rows and challenges; signing in with one starts an owner session.
-  passkeys: ['passkeys', 'ownerSessions'],
+  passkeys: ['passkeys', 'ownerSessions', 'auditLog'],
   // The owner's decision on a waiting sign-in, checked with their passkeys.
   approvals: ['approvals', 'passkeys'],
   // The portal: the owner's own settings and sessions; everything else through src/owners.

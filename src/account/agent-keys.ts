@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { addAgentKey, addedKeyView, deleteAgentKey, keyView, kidSchema, listAgentKeys, newKeyBody } from '../agent-keys/registration.js';
 import { assertOwnAgent } from '../owners/agents.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
+import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
@@ -41,11 +42,17 @@ export default async function agentKeyRoutes(fastify: FastifyInstance) {
             409: 'key_exists: the agent holds a key with this kid',
             ...BODY_REFUSED,
           }),
+          ...FRESH_REQUIRED,
         },
       },
+      // A key signs in as the agent without its secret: a stolen session must not add one.
+      config: { requireFresh: 'a key that signs in as one of your agents was added' },
     },
-    async (request, reply) =>
-      reply.code(201).send(await addAgentKey(services, await owning(request, request.params.id), request.params.id, request.body.jwk)),
+    async (request, reply) => {
+      const added = await addAgentKey(services, await owning(request, request.params.id), request.params.id, request.body.jwk);
+      request.protectionChange = `a key (${added.kid}) that signs in as your agent ${request.params.id} was added`;
+      return reply.code(201).send(added);
+    },
   );
 
   app.get(

@@ -3,14 +3,8 @@ import { z } from 'zod';
 import { listAgentKeys } from '../agent-keys/registration.js';
 import { NotFound } from '../errors.js';
 import { ownAgent } from '../owners/agents.js';
+import { POLICY_CHOICES } from '../owners/protection.js';
 import { renderAccount } from './render.js';
-
-/** What each approval policy means, as the portal's choices say it. */
-export const POLICY_CHOICES = {
-  never: 'Never ask me',
-  new_website: 'Ask me when it signs in to a new website',
-  always: 'Ask me every time',
-} as const;
 
 // No agent id holds a NUL (the database refuses it in text): such a path is an agent that does not exist.
 const agentId = z

@@ -3,8 +3,10 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { atLeastOne, name, rotateBody } from '../admin/schemas.js';
 import { createAgent, deleteAgent, listAgents, ownAgent, revokeAll, revokeWebsite, rotateAgentSecret, updateAgent } from '../owners/agents.js';
+import { agentWeakening } from '../owners/protection.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
+import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
@@ -91,10 +93,19 @@ export default async function agentRoutes(fastify: FastifyInstance) {
     {
       schema: {
         tags: ['owner'],
-        description: 'Renames, deactivates or reactivates an agent, or sets its approval policy (null: the owner’s).',
+        description:
+          'Renames, deactivates or reactivates an agent, or sets its approval policy (null: the owner’s). Lowering its effective ' +
+          'policy needs a fresh session, and is mailed to the owner.',
         params: agentParams,
         body: agentPatch,
-        response: { 200: agentView, ...errors({ 400: 'invalid_request: a field is unknown or not valid', ...NOT_FOUND, ...BODY_REFUSED }) },
+        response: {
+          200: agentView,
+          ...errors({ 400: 'invalid_request: a field is unknown or not valid', ...NOT_FOUND, ...BODY_REFUSED }),
+          ...FRESH_REQUIRED,
+        },
+      },
+      config: {
+        requireFresh: (request) => agentWeakening(app.services, signedInOwner(request).user_id, (request.params as { id: string }).id, request.body),
       },
     },
     async (request) => {

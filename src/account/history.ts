@@ -47,8 +47,12 @@ const DESCRIPTIONS: Record<AuditEvent, string> = {
   client_secret_rotated: 'Website secret rotated',
   client_deleted: 'Website removed',
   owner_signed_in: 'You signed in',
+  owner_reauthenticated: 'You confirmed it is you',
   owner_settings_changed: 'Settings changed',
   owner_email_changed: 'Email changed',
+  passkey_added: 'Passkey added',
+  passkey_renamed: 'Passkey renamed',
+  passkey_removed: 'Passkey removed',
 };
 
 /** One page of the owner's own history, newest first, and the cursor of the next page when there is one. */

@@ -10,6 +10,7 @@ import agentPages from './agent-pages.js';
 import agentRoutes from './agents.js';
 import approvalRoutes from './approvals.js';
 import emailLinkRoutes from './email-link.js';
+import { guardProtection } from './fresh.js';
 import { isBrowserForm, refuseForeignOrigin, signedInOwner } from './guards.js';
 import historyPages, { historyApi } from './history.js';
 import homePage from './home.js';
@@ -17,6 +18,7 @@ import meRoutes from './me.js';
 import passkeySignInRoutes from './passkey-sign-in.js';
 import passkeyRoutes from './passkeys.js';
 import portalPages from './portal-pages.js';
+import reauthenticateRoutes from './reauthenticate.js';
 import { renderAccountError } from './render.js';
 import signOutRoute from './sign-out.js';
 
@@ -64,10 +66,12 @@ export default async function accountPlugin(app: FastifyInstance) {
       if (request.headers['content-type']?.split(';')[0].trim().toLowerCase() !== 'application/json') throw new UnsupportedMediaType();
       refuseForeignOrigin(request, issuerOrigin);
     });
+    guardProtection(api);
     await api.register(meRoutes);
     await api.register(agentRoutes);
     await api.register(agentKeyRoutes);
     await api.register(passkeyRoutes);
+    await api.register(reauthenticateRoutes);
     await api.register(approvalRoutes);
     await api.register(historyApi);
   });

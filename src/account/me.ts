@@ -4,9 +4,11 @@ import { z } from 'zod';
 import { atLeastOne } from '../admin/schemas.js';
 import { NotFound } from '../errors.js';
 import { requestEmailChange } from '../owners/email-link.js';
+import { settingsWeakening } from '../owners/protection.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
+import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
@@ -50,14 +52,18 @@ export default async function meRoutes(fastify: FastifyInstance) {
     {
       schema: {
         tags: ['owner'],
-        description: 'Changes the owner’s settings: the approval policy of their agents’ sign-ins, and mail about new websites.',
+        description:
+          'Changes the owner’s settings: the approval policy of their agents’ sign-ins, and mail about new websites. ' +
+          'Lowering the policy (always > new_website > never) or turning the mail off needs a fresh session, and is mailed to the owner.',
         body: mePatch,
         response: {
           200: meView,
           ...OWNER_API_ERRORS,
           ...errorResponses({ 400: 'invalid_request: a field is unknown or has a value not allowed', ...BODY_REFUSED, 503: UNAVAILABLE }),
+          ...FRESH_REQUIRED,
         },
       },
+      config: { requireFresh: (request) => settingsWeakening(app.services, signedInOwner(request).user_id, request.body) },
     },
     async (request) => {
       const { user_id: userId } = signedInOwner(request);
@@ -76,14 +82,14 @@ export default async function meRoutes(fastify: FastifyInstance) {
         tags: ['owner'],
         description:
           'Moves the account to another email address once the link mailed there is used (then verified); until then nothing ' +
-          'changes. Needs a sign-in of the last 5 minutes. The answer is the same whether or not another account has the address.',
+          'changes. Needs a fresh session (OWNER_FRESH_SECONDS). The answer is the same whether or not another account has the address.',
         body: z.strictObject({ email: z.email().max(320) }),
         response: {
           202: z.object({}).describe('a link is on its way to the new address'),
           ...OWNER_API_ERRORS,
           ...errorResponses({
             400: 'invalid_request: not an email address',
-            403: 'fresh_authentication_required: the session’s sign-in is older than 5 minutes (or forbidden: another origin)',
+            403: 'fresh_authentication_required: the session’s last sign-in or passkey confirmation is older than OWNER_FRESH_SECONDS (or forbidden: another origin)',
             ...BODY_REFUSED,
             429: RATE_LIMITED,
             503: UNAVAILABLE,

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { POLICY_CHOICES } from './agent-pages.js';
+import { POLICY_CHOICES } from '../owners/protection.js';
 import { renderAccount } from './render.js';
 
 /**

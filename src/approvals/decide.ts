@@ -1,6 +1,8 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
+import type { Config } from '../config.js';
 import { FreshAuthenticationRequired, InvalidRequest, NotFound, RequestExpired } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
+import { assertFresh } from '../owners/protection.js';
 import { assertionOptions, type PasskeyDeps, PasskeyRefused, verifyAssertion } from '../passkeys/webauthn.js';
 import type { Store } from '../store/index.js';
 
@@ -8,11 +10,12 @@ import type { Store } from '../store/index.js';
  * The owner's decision on a sign-in one of their agents is waiting on (docs/protocol.md, owner
  * approval). Approving needs fresh proof that the owner is there, which nothing the agent holds
  * can give: a passkey assertion with user verification over a challenge bound to this sign-in, or,
- * for an owner with no passkey, an email-link sign-in less than 5 minutes old. Denying needs only
+ * for an owner with no passkey, a fresh session (src/owners/protection.ts). Denying needs only
  * the owner's session. Everything is in the store, so any instance may decide.
  */
 
 export interface ApprovalDeps extends PasskeyDeps {
+  config: Pick<Config, 'issuer' | 'brand' | 'owners'>;
   store: Pick<Store, 'approvals' | 'passkeys'>;
   events: Events;
 }
@@ -20,12 +23,8 @@ export interface ApprovalDeps extends PasskeyDeps {
 /** The owner deciding, as their session knows them. */
 export interface Decider {
   user_id: string;
-  authenticated_by: string;
   authenticated_at: Date;
 }
-
-/** How recent an email-link sign-in must be to approve without a passkey. */
-export const FRESH_EMAIL_LINK_MS = 5 * 60_000;
 
 const notFound = () => new NotFound('no such sign-in is waiting for you');
 
@@ -44,14 +43,10 @@ export async function approvalOptions(deps: ApprovalDeps, requestId: string, use
   return assertionOptions(deps, 'approval', { user_id: userId, request_id: requestId });
 }
 
-/** Proof that the owner is there now: their passkey over this sign-in's challenge, or a fresh email link. */
+/** Proof that the owner is there now: their passkey over this sign-in's challenge, or (without one) a fresh session. */
 async function freshlyVerified(deps: ApprovalDeps, requestId: string, owner: Decider, credential: AuthenticationResponseJSON | undefined) {
   const passkeys = await deps.store.passkeys.count(owner.user_id);
-  if (passkeys === 0) {
-    const fresh = owner.authenticated_by === 'email_link' && Date.now() - owner.authenticated_at.getTime() < FRESH_EMAIL_LINK_MS;
-    if (!fresh) throw new FreshAuthenticationRequired('sign in again with a link from your email (valid for 5 minutes), then approve');
-    return;
-  }
+  if (passkeys === 0) return assertFresh(deps.config, owner, 'approving without a passkey');
   if (!credential) throw new FreshAuthenticationRequired("approve with your passkey: send an assertion over this sign-in's challenge");
   try {
     await verifyAssertion(

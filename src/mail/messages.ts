@@ -94,18 +94,47 @@ export function approvalRequestMessage(input: {
   origin: string;
   matchCode: string;
   expiresAt: Date;
+  /** The sign-ins waiting for the owner now, this one included. */
+  waiting: number;
 }): MailMessage {
   const intro = [
     `Your agent ${input.agent} (model ${input.model}) wants to sign in to ${input.website} (${input.origin}), and waits for your approval.`,
     `Match code: ${input.matchCode}. The page where the sign-in waits shows the same code.`,
+    ...(input.waiting > 1 ? [`In all, ${input.waiting} sign-ins of your agents are waiting for you: your account lists each one.`] : []),
   ];
   const after = [
     `Approve or decline it in your account before ${input.expiresAt.toISOString().slice(11, 16)} UTC. Approving asks for your passkey, or for a fresh sign-in by email. If you do not expect this sign-in, decline it.`,
+    'You get at most one of these mails a minute: sign-ins that start meanwhile wait in your account without a mail of their own.',
+  ];
+  const more = input.waiting > 1 ? ` (${input.waiting} waiting)` : '';
+  return {
+    to: input.to,
+    subject: `Approve your agent's sign-in to ${input.website}? (${input.matchCode})${more}`,
+    text: [...intro, '', `Review it: ${input.link}`, '', ...after, ''].join('\n'),
+    html: html(intro, { label: 'Review the sign-in', href: input.link }, after),
+  };
+}
+
+/** A change that weakened the owner's protection was made in their account: what, when, from where. */
+export function protectionLoweredMessage(input: {
+  to: string;
+  brand: string;
+  change: string;
+  at: Date;
+  address: string;
+  browser: string;
+  link: string;
+}): MailMessage {
+  const when = `${input.at.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+  const intro = [
+    `A change that weakens the protection of your ${input.brand} account was just made: ${input.change}.`,
+    `When: ${when}. From the address ${input.address}, with the browser “${input.browser}”.`,
+    'If that was not you, someone holds a session of your account: sign out everywhere, undo the change, and check your passkeys and agents.',
   ];
   return {
     to: input.to,
-    subject: `Approve your agent's sign-in to ${input.website}? (${input.matchCode})`,
-    text: [...intro, '', `Review it: ${input.link}`, '', ...after, ''].join('\n'),
-    html: html(intro, { label: 'Review the sign-in', href: input.link }, after),
+    subject: `A change to your ${input.brand} account lowered its protection`,
+    text: [...intro, '', `Your account: ${input.link}`, ''].join('\n'),
+    html: html(intro, { label: 'Review your account', href: input.link }, []),
   };
 }

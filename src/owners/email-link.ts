@@ -1,19 +1,18 @@
 import type { Config } from '../config.js';
 import { generateId, randomToken, sha256 } from '../crypto/secrets.js';
-import { FreshAuthenticationRequired, RateLimited } from '../errors.js';
+import { RateLimited } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Mailer } from '../mail/mailer.js';
 import { emailChangedMessage, emailChangeLinkMessage, signInLinkMessage } from '../mail/messages.js';
 import type { Store } from '../store/index.js';
 import type { LinkRefusal, OwnerSession } from '../store/owner-sessions.js';
+import { assertFresh } from './protection.js';
 import { newSessionSecret, SESSION_LIFETIMES } from './sessions.js';
 
 /** A sign-in link lives this long and works once (docs/security.md, "Owners"). */
 export const LINK_TTL_SECONDS = 15 * 60;
 // The limit per email counts the links sent to one address within this window.
 const PER_EMAIL_WINDOW_SECONDS = 60 * 60;
-// Moving the account to another address takes a sign-in this recent (a link or a passkey), as approving does.
-const FRESH_SIGN_IN_MS = 5 * 60_000;
 
 export interface EmailLinkDeps {
   config: Pick<Config, 'issuer' | 'brand' | 'owners' | 'rateLimits'>;
@@ -40,7 +39,7 @@ export async function requestEmailLink(deps: EmailLinkDeps, email: string, conte
  * A signed-in owner asks to move their account to `email`. Nothing changes until the link mailed
  * there is used (signInWithEmailLink): the account keeps a verified address throughout, and the
  * answer is the same whether or not another owner has the address (they learn nothing). Needs a
- * sign-in of the last 5 minutes, so a stolen session cannot move the account to its thief's mailbox.
+ * fresh session (src/owners/protection.ts), so a stolen one cannot move the account to its thief's mailbox.
  */
 export async function requestEmailChange(
   deps: EmailLinkDeps,
@@ -48,9 +47,7 @@ export async function requestEmailChange(
   email: string,
   context: EventContext,
 ): Promise<void> {
-  if (Date.now() - owner.authenticated_at.getTime() >= FRESH_SIGN_IN_MS) {
-    throw new FreshAuthenticationRequired('sign in again (a link from your email or a passkey), then change the address within 5 minutes');
-  }
+  assertFresh(deps.config, owner, 'moving your account to another address');
   const token = await recordLink(deps, email, owner.user_id);
   const link = `${deps.config.issuer}/account/email-link/callback?token=${token.value}`;
   const message = emailChangeLinkMessage({ to: email, brand: deps.config.brand.name, link, minutes: LINK_TTL_SECONDS / 60 });

@@ -13,7 +13,8 @@ import type { ChallengePurpose, IssuedChallenge, Passkey, StoredCredential } fro
 
 /**
  * Owners' passkeys (WebAuthn Level 3, through @simplewebauthn/server): registering them, and
- * checking an assertion made with one, to sign in or to approve an agent's sign-in. The relying
+ * checking an assertion made with one, to sign in, to approve an agent's sign-in or to confirm that
+ * it is the owner before a change that weakens their protection (a step-up). The relying
  * party is the issuer: its host is the RP id, its origin the only origin accepted. Challenges are
  * kept in the store (any instance can check them), spent by the first check, good for 5 minutes.
  * User verification is required everywhere: a passkey here stands for the person, not a device.
@@ -104,11 +105,15 @@ export async function register(deps: PasskeyDeps, userId: string, credential: Re
   return passkey;
 }
 
+/** What an assertion is for: signing in, approving one sign-in, or confirming it is the owner within a session. */
+export type AssertionPurpose = Exclude<ChallengePurpose, 'registration'>;
+
 /**
  * PublicKeyCredentialRequestOptionsJSON: for signing in (no owner yet: any discoverable passkey
- * of ours), or for approving one sign-in (the challenge bound to it; the owner's passkeys offered).
+ * of ours), for approving one sign-in (the challenge bound to it; the owner's passkeys offered), or
+ * for a step-up (the challenge bound to the owner's session).
  */
-export async function assertionOptions(deps: PasskeyDeps, purpose: 'sign_in' | 'approval', owner: Partial<IssuedChallenge> = {}) {
+export async function assertionOptions(deps: PasskeyDeps, purpose: AssertionPurpose, owner: Partial<IssuedChallenge> = {}) {
   const { rpID } = relyingParty(deps.config);
   const allowed = owner.user_id ? await deps.store.passkeys.credentials(owner.user_id) : [];
   const options = await generateAuthenticationOptions({
@@ -128,7 +133,7 @@ export async function assertionOptions(deps: PasskeyDeps, purpose: 'sign_in' | '
  */
 export async function verifyAssertion(
   deps: PasskeyDeps,
-  purpose: 'sign_in' | 'approval',
+  purpose: AssertionPurpose,
   credential: AuthenticationResponseJSON,
   accept: (issued: IssuedChallenge, passkey: StoredCredential) => boolean,
 ): Promise<{ user_id: string }> {

@@ -59,6 +59,21 @@ export function createApprovalStore(db: Db) {
       return rows[0];
     },
 
+    /**
+     * Claims the owner's approval mail (migrations/053): at most one per `windowSeconds`, whichever
+     * instance asks first. The number of sign-ins waiting for the owner when claimed; undefined when a
+     * mail went out within the window (the sign-in waits in the portal's list, which that mail links).
+     */
+    async claimMail(userId: string, windowSeconds: number): Promise<{ waiting: number } | undefined> {
+      const { rows } = await db.query<{ waiting: number }>(
+        `UPDATE users u SET approval_mailed_at = now()
+         WHERE u.id = $1 AND (u.approval_mailed_at IS NULL OR u.approval_mailed_at <= now() - make_interval(secs => $2))
+         RETURNING (SELECT count(*)::int ${FROM} WHERE a.user_id = u.id AND ${WAITING}) AS waiting`,
+        [userId, windowSeconds],
+      );
+      return rows[0];
+    },
+
     /** The sign-in if one of this owner's agents authenticated it; undefined for anyone else's. */
     async owned(requestId: string, userId: string): Promise<OwnedSignIn | undefined> {
       const { rows } = await db.query<OwnedSignIn>(

@@ -30,8 +30,12 @@ export const AUDIT_EVENTS = [
   'client_secret_rotated',
   'client_deleted',
   'owner_signed_in',
+  'owner_reauthenticated',
   'owner_settings_changed',
   'owner_email_changed',
+  'passkey_added',
+  'passkey_renamed',
+  'passkey_removed',
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 

@@ -107,6 +107,11 @@ export function createOwnerSessionStore(db: Db) {
       return rows[0];
     },
 
+    /** The owner proved who they are again within the session (a passkey): it is fresh from now. */
+    async reverify(sessionHash: string, method: AuthenticationMethod): Promise<void> {
+      await db.query(`UPDATE owner_sessions SET authenticated_by = $2, authenticated_at = now() WHERE session_hash = $1`, [sessionHash, method]);
+    },
+
     async end(sessionHash: string): Promise<void> {
       await db.query(`DELETE FROM owner_sessions WHERE session_hash = $1`, [sessionHash]);
     },

@@ -19,12 +19,16 @@ export interface StoredCredential {
   transports: string[];
 }
 
-export type ChallengePurpose = 'registration' | 'sign_in' | 'approval';
+export type ChallengePurpose = 'registration' | 'sign_in' | 'approval' | 'reauthentication';
 
-/** Who a spent challenge was issued to: an owner (registration, approval), and a sign-in (approval). */
+/**
+ * Who a spent challenge was issued to: an owner (registration, approval, reauthentication), a
+ * sign-in (approval), an owner session (reauthentication: the session it makes fresh).
+ */
 export interface IssuedChallenge {
   user_id: string | null;
   request_id: string | null;
+  session_hash: string | null;
 }
 
 const PASSKEY = `id, name, created_at, last_used_at`;
@@ -67,9 +71,10 @@ export function createPasskeyStore(db: Db) {
       return rows[0];
     },
 
-    async delete(id: string, userId: string): Promise<boolean> {
-      const { rowCount } = await db.query(`DELETE FROM owner_passkeys WHERE id = $1 AND user_id = $2`, [id, userId]);
-      return rowCount === 1;
+    /** The deleted passkey's name; undefined when the owner has no such passkey. */
+    async delete(id: string, userId: string): Promise<string | undefined> {
+      const { rows } = await db.query<{ name: string }>(`DELETE FROM owner_passkeys WHERE id = $1 AND user_id = $2 RETURNING name`, [id, userId]);
+      return rows[0]?.name;
     },
 
     async byCredentialId(credentialId: string): Promise<StoredCredential | undefined> {
@@ -95,18 +100,21 @@ export function createPasskeyStore(db: Db) {
 
     async issueChallenge(challenge: string, purpose: ChallengePurpose, ttlSeconds: number, owner: Partial<IssuedChallenge> = {}) {
       await db.query(
-        `INSERT INTO webauthn_challenges (challenge, purpose, user_id, request_id, expires_at) VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))`,
-        [challenge, purpose, owner.user_id ?? null, owner.request_id ?? null, ttlSeconds],
+        `INSERT INTO webauthn_challenges (challenge, purpose, user_id, request_id, session_hash, expires_at)
+         VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))`,
+        [challenge, purpose, owner.user_id ?? null, owner.request_id ?? null, owner.session_hash ?? null, ttlSeconds],
       );
     },
 
     /** Spends a challenge (once, on any instance); undefined when unknown, spent, expired or for another purpose. */
     async takeChallenge(challenge: string, purpose: ChallengePurpose): Promise<IssuedChallenge | undefined> {
       const { rows } = await db.query<IssuedChallenge & { live: boolean }>(
-        `DELETE FROM webauthn_challenges WHERE challenge = $1 AND purpose = $2 RETURNING user_id, request_id, expires_at > now() AS live`,
+        `DELETE FROM webauthn_challenges WHERE challenge = $1 AND purpose = $2 RETURNING user_id, request_id, session_hash, expires_at > now() AS live`,
         [challenge, purpose],
       );
-      return rows[0]?.live ? { user_id: rows[0].user_id, request_id: rows[0].request_id } : undefined;
+      if (!rows[0]?.live) return undefined;
+      const { live: _, ...issued } = rows[0];
+      return issued;
     },
   };
 }
