@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Events } from '../events/emitter.js';
+import type { Log } from '../logger.js';
 import type { Mailer } from '../mail/mailer.js';
 import { approvalRequestMessage } from '../mail/messages.js';
 import { redirectOrigin } from '../oauth/redirect.js';
@@ -11,18 +12,32 @@ export const APPROVAL_MAIL_WINDOW_SECONDS = 60;
 /**
  * Mails the owner when one of their agents' sign-ins starts waiting for them: a link to the
  * portal, where they decide. The mail carries nothing that approves: that takes the owner's
- * passkey or a fresh sign-in. Mails coalesce through the store, across instances: a sign-in that
- * starts within a minute of the last mail waits in the portal's list, and the mail says how many wait.
+ * passkey or a fresh sign-in. Mails coalesce through the store, so across instances: at most one
+ * per owner a minute, saying how many sign-ins wait. A sign-in that starts within the minute waits
+ * in the portal's list; when the minute is over, one more mail tells of those still waiting (from
+ * whichever instance gets there first; a process that stops meanwhile leaves it to the others).
  */
 export function mailOwnersOnApprovalRequests(
   events: Events,
   deps: { config: Pick<Config, 'issuer' | 'brand'>; store: Pick<Store, 'approvals'>; mailer: Mailer },
 ): void {
-  events.on('sign-in.approval_requested', async ({ request_id }, { log }) => {
-    const request = await deps.store.approvals.request(request_id);
+  // The owners this process tries again for when their minute is over: one timer each.
+  const later = new Map<string, NodeJS.Timeout>();
+
+  async function mailOwner(userId: string, log: Log): Promise<void> {
+    const claim = await deps.store.approvals.claimMail(userId, APPROVAL_MAIL_WINDOW_SECONDS);
+    if (!claim.claimed) {
+      if (!claim.untold || later.has(userId)) return;
+      log.info('approval mail coalesced: the sign-in waits in the portal');
+      const retry = () => {
+        later.delete(userId);
+        mailOwner(userId, log).catch((err: Error) => log.warn({ err: { message: err.message } }, 'approval mail failed'));
+      };
+      later.set(userId, setTimeout(retry, Math.max(1, claim.reopensInSeconds) * 1000).unref());
+      return;
+    }
+    const request = await deps.store.approvals.request(claim.requestId);
     if (!request) return;
-    const claimed = await deps.store.approvals.claimMail(request.user_id, APPROVAL_MAIL_WINDOW_SECONDS);
-    if (!claimed) return void log.info({ request_id }, 'approval mail coalesced: the sign-in waits in the portal');
     const message = approvalRequestMessage({
       to: request.email,
       brand: deps.config.brand.name,
@@ -33,8 +48,13 @@ export function mailOwnersOnApprovalRequests(
       origin: redirectOrigin(request.redirect_uri),
       matchCode: request.match_code,
       expiresAt: request.expires_at,
-      waiting: claimed.waiting,
+      waiting: claim.waiting,
     });
     await deps.mailer.send(message, log);
+  }
+
+  events.on('sign-in.approval_requested', async ({ request_id }, { log }) => {
+    const request = await deps.store.approvals.request(request_id);
+    if (request) await mailOwner(request.user_id, log);
   });
 }

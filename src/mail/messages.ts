@@ -104,7 +104,7 @@ export function approvalRequestMessage(input: {
   ];
   const after = [
     `Approve or decline it in your account before ${input.expiresAt.toISOString().slice(11, 16)} UTC. Approving asks for your passkey, or for a fresh sign-in by email. If you do not expect this sign-in, decline it.`,
-    'You get at most one of these mails a minute: sign-ins that start meanwhile wait in your account without a mail of their own.',
+    'You get at most one of these mails a minute: sign-ins that start meanwhile wait in your account, and the next mail says how many.',
   ];
   const more = input.waiting > 1 ? ` (${input.waiting} waiting)` : '';
   return {

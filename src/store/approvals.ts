@@ -29,9 +29,16 @@ export interface ApprovalRequest extends PendingApproval {
   email: string;
 }
 
+/** The owner's approval mail claimed (what it tells), or not (whether and when to try again). */
+export type MailClaim =
+  | { claimed: true; waiting: number; requestId: string }
+  | { claimed: false; untold: boolean; reopensInSeconds: number };
+
 // Still waiting for its owner: the agent authenticated it, nobody has decided, time is left.
 const WAITING = `r.status = 'authenticated' AND r.approval = 'pending' AND r.expires_at > now()`;
 const OWNED = `r.agent_id IN (SELECT id FROM agents WHERE user_id = $2)`;
+// Started waiting after the owner's last approval mail (u: the owner's row as it was).
+const UNTOLD = `(u.approval_mailed_at IS NULL OR r.authenticated_at > u.approval_mailed_at)`;
 
 const COLUMNS = `r.id AS request_id, r.match_code, r.agent_id, a.name AS agent_name, r.model, r.client_id, c.name AS client_name,
   r.redirect_uri, r.scope, r.created_at, r.expires_at`;
@@ -61,17 +68,28 @@ export function createApprovalStore(db: Db) {
 
     /**
      * Claims the owner's approval mail (migrations/053): at most one per `windowSeconds`, whichever
-     * instance asks first. The number of sign-ins waiting for the owner when claimed; undefined when a
-     * mail went out within the window (the sign-in waits in the portal's list, which that mail links).
+     * instance asks first, and only while a sign-in waits that no mail told of yet (one that started
+     * after the last mail). Claimed: how many sign-ins wait, and the newest, which the mail describes.
+     * Not claimed: whether such a sign-in waits, and in how many seconds the window reopens.
      */
-    async claimMail(userId: string, windowSeconds: number): Promise<{ waiting: number } | undefined> {
-      const { rows } = await db.query<{ waiting: number }>(
-        `UPDATE users u SET approval_mailed_at = now()
-         WHERE u.id = $1 AND (u.approval_mailed_at IS NULL OR u.approval_mailed_at <= now() - make_interval(secs => $2))
-         RETURNING (SELECT count(*)::int ${FROM} WHERE a.user_id = u.id AND ${WAITING}) AS waiting`,
+    async claimMail(userId: string, windowSeconds: number): Promise<MailClaim> {
+      const { rows } = await db.query<{ waiting: number | null; request_id: string | null; untold: boolean; reopens_in: number }>(
+        `WITH claimed AS (
+           UPDATE users u SET approval_mailed_at = now()
+           WHERE u.id = $1 AND (u.approval_mailed_at IS NULL OR u.approval_mailed_at <= now() - make_interval(secs => $2))
+             AND EXISTS (SELECT 1 ${FROM} WHERE a.user_id = u.id AND ${WAITING} AND ${UNTOLD})
+           RETURNING (SELECT count(*)::int ${FROM} WHERE a.user_id = u.id AND ${WAITING}) AS waiting,
+                     (SELECT r.id ${FROM} WHERE a.user_id = u.id AND ${WAITING} ORDER BY r.authenticated_at DESC, r.id LIMIT 1) AS request_id
+         )
+         SELECT c.waiting, c.request_id,
+                EXISTS (SELECT 1 ${FROM} WHERE a.user_id = u.id AND ${WAITING} AND ${UNTOLD}) AS untold,
+                coalesce(extract(epoch FROM u.approval_mailed_at + make_interval(secs => $2) - now()), 0)::float8 AS reopens_in
+         FROM users u LEFT JOIN claimed c ON true WHERE u.id = $1`,
         [userId, windowSeconds],
       );
-      return rows[0];
+      const row = rows[0];
+      if (row?.request_id) return { claimed: true, waiting: row.waiting!, requestId: row.request_id };
+      return { claimed: false, untold: row?.untold ?? false, reopensInSeconds: Math.max(0, row?.reopens_in ?? 0) };
     },
 
     /** The sign-in if one of this owner's agents authenticated it; undefined for anyone else's. */

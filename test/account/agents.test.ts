@@ -308,6 +308,8 @@ describe(`REQUIRE_VERIFIED_EMAIL and notices (${storeName})`, () => {
     await issueTokens(server, { client, agent });
     const other = await server.createClient(['https://other.example/cb']);
     await owner.call('PATCH', '/account/api/me', { notify_new_website: false });
+    // Turning notices off weakens the owner's guard: that is mailed, at once (src/owners/protection.ts).
+    expect((await smtp.next(email)).text).toContain('were turned off');
     await issueTokens(server, { client: other, agent });
     await expect(smtp.next(email, 500)).rejects.toThrow(/no mail/);
   });
@@ -338,6 +340,7 @@ describe(`REQUIRE_VERIFIED_EMAIL and notices (${storeName})`, () => {
 
     // Off, then on again: websites first signed in to while it was on or off are not mailed again; a new one is.
     await owner.call('PATCH', '/account/api/me', { notify_new_website: false });
+    expect((await smtp.next(email)).text).toContain('were turned off');
     const quiet = await server.createClient(['https://quiet.example/cb']);
     await issueTokens(server, { client: quiet, agent: second });
     await owner.call('PATCH', '/account/api/me', { notify_new_website: true });
