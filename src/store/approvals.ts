@@ -30,9 +30,7 @@ export interface ApprovalRequest extends PendingApproval {
 }
 
 /** The owner's approval mail claimed (what it tells), or not (whether and when to try again). */
-export type MailClaim =
-  | { claimed: true; waiting: number; requestId: string }
-  | { claimed: false; untold: boolean; reopensInSeconds: number };
+export type MailClaim = { claimed: true; waiting: number; requestId: string } | { claimed: false; untold: boolean; reopensInSeconds: number };
 
 // Still waiting for its owner: the agent authenticated it, nobody has decided, time is left.
 const WAITING = `r.status = 'authenticated' AND r.approval = 'pending' AND r.expires_at > now()`;

@@ -39,13 +39,15 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
       [email],
     );
   const settingsOf = async (email: string) =>
-    (await server.services.db.query<{ approval_policy: string; notify_new_website: boolean }>(
-      `SELECT approval_policy, notify_new_website FROM users WHERE email = $1`,
-      [email],
-    )).rows[0];
+    (
+      await server.services.db.query<{ approval_policy: string; notify_new_website: boolean }>(
+        `SELECT approval_policy, notify_new_website FROM users WHERE email = $1`,
+        [email],
+      )
+    ).rows[0];
 
-  async function signedIn(context: BrowserContext, email: string): Promise<Page> {
-    const page = await context.newPage();
+  async function signedIn(context: BrowserContext, email: string, page?: Page): Promise<Page> {
+    page ??= await context.newPage();
     await page.goto(`${issuer}/account`);
     await page.getByLabel('Your email address').fill(email);
     await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
@@ -66,10 +68,17 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
     const cdp = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
     await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true, automaticPresenceSimulation: true },
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
     });
-    await page.close();
-    const owner = await signedIn(context, email);
+    // The virtual authenticator belongs to this page (its CDP target): the owner stays on it.
+    const owner = await signedIn(context, email, page);
     const problems: string[] = [];
     owner.on('pageerror', (err) => problems.push(err.message));
     await owner.goto(`${issuer}/account/passkeys`);
@@ -84,7 +93,7 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
     await owner.getByRole('button', { name: 'Confirm with your passkey' }).click();
     await owner.getByText('Settings saved.').waitFor();
     expect((await settingsOf(email)).approval_policy).toBe('never');
-    expect((await smtp.next(email, 5000, (m) => m.subject.includes('lowered its protection'))).text).toContain('“Never ask me”');
+    expect((await smtp.next(email, 5000, (m) => m.text.includes('to “Never ask me”'))).subject).toContain('lowered its protection');
 
     // Deleting the passkey: asked again once stale, then gone.
     await stale(email);

@@ -59,6 +59,8 @@ const ENDPOINTS: [method: string, path: string, fails: boolean][] = [
   ['post', '/account/api/passkeys', true],
   ['patch', '/account/api/passkeys/{id}', true],
   ['delete', '/account/api/passkeys/{id}', true],
+  ['post', '/account/api/reauthenticate/options', true],
+  ['post', '/account/api/reauthenticate', true],
   ['get', '/account/api/approvals', true],
   ['post', '/account/api/approvals/{request_id}/options', true],
   ['post', '/account/api/approvals/{request_id}', true],

@@ -69,13 +69,17 @@
   function keepWebsites(websites) {
     var table = document.getElementById('websites-table');
     if (!table || !Array.isArray(websites)) return;
-    var live = websites.map(function (w) { return w.client_id; });
+    var live = websites.map(function (w) {
+      return w.client_id;
+    });
     table.querySelectorAll('tbody tr[data-client]').forEach(function (row) {
       if (live.indexOf(row.getAttribute('data-client')) < 0) row.remove();
     });
     if (table.querySelector('tbody tr')) return;
     var section = table.closest('section');
-    section.querySelectorAll(':scope > .hint, :scope > .table-wrap').forEach(function (el) { el.remove(); });
+    section.querySelectorAll(':scope > .hint, :scope > .table-wrap').forEach(function (el) {
+      el.remove();
+    });
     var empty = document.createElement('p');
     empty.className = 'empty';
     empty.textContent = 'None: this agent holds no live sign-in anywhere.';
@@ -93,7 +97,9 @@
     return node;
   }
   function failure(res) {
-    return res.json().then(function (data) { throw new Error(data.error_description || 'that did not work'); });
+    return res.json().then(function (data) {
+      throw new Error(data.error_description || 'that did not work');
+    });
   }
 
   // The question, after the element `near`: resolves once the session is fresh, rejects when it cannot be now.
@@ -118,13 +124,30 @@
           var cancel = el('button', 'Cancel');
           confirm.type = cancel.type = 'button';
           actions.append(confirm, cancel);
-          cancel.addEventListener('click', function () { box.remove(); reject(new Error('not confirmed')); });
+          cancel.addEventListener('click', function () {
+            box.remove();
+            reject(new Error('not confirmed'));
+          });
           confirm.addEventListener('click', function () {
             confirm.disabled = true;
-            navigator.credentials.get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) })
-              .then(function (cred) { return post('/account/api/reauthenticate', { credential: cred.toJSON() }); })
-              .then(function (res) { return res.status === 204 ? undefined : failure(res); })
-              .then(function () { box.remove(); resolve(); }, function (err) { box.remove(); reject(err); });
+            navigator.credentials
+              .get({ publicKey: PublicKeyCredential.parseRequestOptionsFromJSON(options) })
+              .then(function (cred) {
+                return post('/account/api/reauthenticate', { credential: cred.toJSON() });
+              })
+              .then(function (res) {
+                return res.status === 204 ? undefined : failure(res);
+              })
+              .then(
+                function () {
+                  box.remove();
+                  resolve();
+                },
+                function (err) {
+                  box.remove();
+                  reject(err);
+                },
+              );
           });
         });
       });
@@ -133,36 +156,58 @@
 
   // No passkey: only a new sign-in link makes the session fresh. This page stays as it is meanwhile.
   function offerLink(box, text, actions) {
-    text.textContent = 'This change weakens the protection of your account and needs a fresh sign-in. Open the link we mail you in this browser, then come back to this page and press the button again: what you typed stays here.';
+    text.textContent =
+      'This change weakens the protection of your account and needs a fresh sign-in. Open the link we mail you in this browser, then come back to this page and press the button again: what you typed stays here.';
     var send = el('button', 'Email me a sign-in link', 'primary');
     send.type = 'button';
     actions.appendChild(send);
     send.addEventListener('click', function () {
       send.disabled = true;
       fetch('/account/api/me', { headers: { accept: 'application/json' } })
-        .then(function (res) { return res.json(); })
-        .then(function (me) { return post('/account/email-link', { email: me.email }).then(function (res) { return res.ok ? me.email : failure(res); }); })
-        .then(function (email) { text.textContent = 'A sign-in link is on its way to ' + email + '. Open it in this browser, then press the button here again.'; send.remove(); },
-          function (err) { text.textContent = 'No link sent: ' + err.message + '.'; send.disabled = false; });
+        .then(function (res) {
+          return res.json();
+        })
+        .then(function (me) {
+          return post('/account/email-link', { email: me.email }).then(function (res) {
+            return res.ok ? me.email : failure(res);
+          });
+        })
+        .then(
+          function (email) {
+            text.textContent = 'A sign-in link is on its way to ' + email + '. Open it in this browser, then press the button here again.';
+            send.remove();
+          },
+          function (err) {
+            text.textContent = 'No link sent: ' + err.message + '.';
+            send.disabled = false;
+          },
+        );
     });
     throw new Error('this change needs a fresh sign-in first');
   }
 
   // A call of the JSON API that asks for freshness in place (after `near`) and is sent again once fresh.
   function api(method, url, body, near) {
-    var send = function () { return fetch(url, { method: method, headers: JSON_HEADERS, body: body }); };
+    var send = function () {
+      return fetch(url, { method: method, headers: JSON_HEADERS, body: body });
+    };
     return send().then(function (res) {
       if (res.status !== 403) return res;
-      return res.clone().json().then(function (data) {
-        return data.error === 'fresh_authentication_required' ? confirmFresh(near).then(send) : res;
-      });
+      return res
+        .clone()
+        .json()
+        .then(function (data) {
+          return data.error === 'fresh_authentication_required' ? confirmFresh(near).then(send) : res;
+        });
     });
   }
   window.agentAuthPortal = { api: api };
 
   document.querySelectorAll('form[data-api]').forEach(function (form) {
     var status = form.querySelector('[role=status]');
-    var say = function (text) { if (status) status.textContent = text; };
+    var say = function (text) {
+      if (status) status.textContent = text;
+    };
     form.addEventListener('submit', function (event) {
       event.preventDefault();
       var method = form.getAttribute('data-method') || 'POST';
@@ -173,7 +218,9 @@
         return say('Not done: ' + err.message + '.');
       }
       var buttons = form.querySelectorAll('button');
-      buttons.forEach(function (b) { b.disabled = true; });
+      buttons.forEach(function (b) {
+        b.disabled = true;
+      });
       say('Working…');
       api(method, form.getAttribute('data-api'), body, status || form)
         .then(function (res) {
@@ -187,7 +234,9 @@
               showSecret(document.getElementById(form.getAttribute('data-secret')), data);
               keepWebsites(data.websites);
               say(message || '');
-              buttons.forEach(function (b) { b.disabled = false; });
+              buttons.forEach(function (b) {
+                b.disabled = false;
+              });
               return;
             }
             if (message) window.sessionStorage.setItem(KEY, message);
@@ -197,7 +246,9 @@
         })
         .catch(function (err) {
           say('Not done: ' + err.message + '.');
-          buttons.forEach(function (b) { b.disabled = false; });
+          buttons.forEach(function (b) {
+            b.disabled = false;
+          });
         });
     });
   });
