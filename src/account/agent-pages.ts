@@ -9,7 +9,7 @@ import { renderAccount } from './render.js';
 /** What each approval policy means, as the portal's choices say it. */
 export const POLICY_CHOICES = {
   never: 'Never ask me',
-  new_website: 'Ask me when it signs in to a new website',
+  new_website: 'Ask me for new websites',
   always: 'Ask me every time',
 } as const;
 

@@ -96,7 +96,7 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect((await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { approval_policy: 'new_website' })).statusCode).toBe(200);
     const withPolicy = (await page(`/account/agents/${agent.agent_id}`, owner)).body;
     expect(withPolicy).toContain('<option value="new_website" selected>');
-    expect(withPolicy).toContain('<option value="">As in your settings (Never ask me)</option>');
+    expect(withPolicy).toContain('<option value="">Default (Never ask me)</option>');
 
     // The buttons' script: this server's own file, which the pages' CSP allows ('self').
     const script = await server.app.inject({ url: '/assets/portal.js' });
