@@ -1,17 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchChromium } from '../../examples/agent/agent.js';
+import type { Page } from 'playwright-core';
+import { beforeAll, expect, it } from 'vitest';
 import { createAssertion, keyFromPrivateKey } from '../../src/agent/index.js';
 import { expectAxeCleanEverywhere } from '../helpers/axe.js';
 import { describeInChromium } from '../helpers/chromium.js';
 import { exchangeCode } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, signInToCode, startAuthorize } from '../helpers/flow.js';
-import { startPortalServer } from '../helpers/owner.js';
+import { portalInChromium } from '../helpers/portal-browser.js';
 import type { TestServer } from '../helpers/server.js';
-import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { linkIn, type TestSmtp } from '../helpers/smtp.js';
 
 const describe = describeInChromium('an owner’s first hour in the portal');
 
@@ -22,36 +21,21 @@ const describe = describeInChromium('an owner’s first hour in the portal');
  * and the layout at a phone's width. axe at 1280 and 390 px, light and dark.
  */
 describe(`an owner's first hour in Chromium (${storeName})`, { timeout: 180_000 }, () => {
-  let browser: Browser;
+  const portal = portalInChromium({ timezoneId: 'Europe/Amsterdam', locale: 'en-GB' });
   let smtp: TestSmtp;
   let server: TestServer;
   let issuer: string;
-  let context: BrowserContext;
   let page: Page;
-  const problems: string[] = [];
+  const problems = portal.problems;
   const email = `owner-${randomBytes(4).toString('hex')}@example.com`;
   let agent: { agent_id: string; agent_secret: string; email: string };
   let website: Awaited<ReturnType<TestServer['createClient']>>;
 
   beforeAll(async () => {
-    browser = await launchChromium();
-    smtp = await startSmtp();
-    ({ server, issuer } = await startPortalServer(smtp));
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: 'Europe/Amsterdam', locale: 'en-GB' });
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') problems.push(`${msg.location().url}: ${msg.text()}`);
-    });
-    page.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
+    ({ smtp, server, issuer, page } = portal);
     agent = await server.createAgent(email);
     await server.adminCall('PATCH', `/admin/agents/${agent.agent_id}`, { name: 'Research assistant' });
     website = await server.createClient(['https://shop.example/callback']);
-  });
-  afterAll(async () => {
-    await context?.close();
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
   });
 
   it('signs in with the email field under its label, as wide as the form', async () => {

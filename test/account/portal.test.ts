@@ -212,7 +212,9 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect(second.events[0].id).toBeLessThan(first.events[1].id);
 
     const pageBody = (await page('/account/history', alice.owner)).body;
-    expect(pageBody).toContain('Signed in');
+    // In sentences, not the audit log's codes.
+    expect(pageBody).toMatch(/Test agent signed in to \w+/);
+    expect(pageBody).not.toContain('token_issued');
     expect(pageBody).toContain(`<a href="/account/agents/${alice.agent.agent_id}">Test agent</a>`);
     expect(pageBody).not.toContain(bob.agent.agent_id);
     const paged = await page(`/account/history?agent_id=${alice.agent.agent_id}&limit=1`, alice.owner);
