@@ -40,8 +40,10 @@ VOLUME /data
 USER node
 # 3000: public listener. 3001: admin listener, bound to 127.0.0.1 unless ADMIN_HOST says otherwise.
 EXPOSE 3000 3001
-# The slim image has no curl; Node's fetch does the probe.
-HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+# The slim image has no curl; Node's fetch does the probe. A first start on a new embedded store creates the
+# database: 22 s on a quiet 2-core machine, over a minute on a busy one; the start period covers 3 minutes
+# (a probe that passes earlier ends it at once).
+HEALTHCHECK --interval=30s --timeout=5s --start-period=180s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
 # Migrations run at start; SIGTERM waits SHUTDOWN_DELAY_SECONDS, then drains requests and closes the store within 10 s.
 # The V8 flags are npm start's: a smaller young generation and a slower-growing heap keep the

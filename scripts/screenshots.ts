@@ -164,6 +164,15 @@ async function main() {
         await page.goto(`${server.url}/account/approvals`);
         await page.locator('.match-code').waitFor();
       },
+      'portal-sign-in': async (page) => void (await page.goto(`${server.url}/account`)),
+      'portal-passkeys': async (page) => {
+        await ownerSignIn(page);
+        await page.goto(`${server.url}/account/passkeys`);
+      },
+      'portal-settings': async (page) => {
+        await ownerSignIn(page);
+        await page.goto(`${server.url}/account/settings`);
+      },
       'portal-agents': async (page) => {
         await ownerSignIn(page);
         await page.goto(`${server.url}/account`);
@@ -199,7 +208,9 @@ async function main() {
     };
 
     mkdirSync(OUT, { recursive: true });
-    for (const [state, reach] of Object.entries(states)) {
+    // `npm run screenshots -- portal-agent console-agent`: only those states; none named, every state.
+    const only = process.argv.slice(2);
+    for (const [state, reach] of Object.entries(states).filter(([name]) => only.length === 0 || only.includes(name))) {
       for (const [width, viewport] of Object.entries(VIEWPORTS)) {
         for (const colorScheme of SCHEMES) {
           const context = await browser.newContext({ viewport, colorScheme, timezoneId: 'Europe/Amsterdam', locale: 'en-GB' });

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { generateKeyPairSync } from 'node:crypto';
-import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { adminTokenPath } from './admin/admin-token.js';
 import { defaultOf } from './config.js';
@@ -283,6 +284,14 @@ function generateKey(alg: keyof typeof KEY_TYPES, out: string): { jwk: Row; forg
   return { jwk: publicKey.export({ format: 'jwk' }) as Row, forget: () => unlinkSync(out) };
 }
 
+/** The git work tree `file` would be in (the nearest folder above it with a `.git`), if any. */
+function gitWorkTreeOf(file: string): string | undefined {
+  for (let dir = dirname(resolve(file)); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, '.git'))) return dir;
+    if (dirname(dir) === dir) return undefined;
+  }
+}
+
 function withAgentKeys(agents: Command): Command {
   const keys = agents.command('keys').description("an agent's public keys, for signing in with an assertion instead of its secret");
   const path = (id: string, kid?: string) => `/agents/${segment(id)}/keys${kid === undefined ? '' : `/${segment(kid)}`}`;
@@ -306,7 +315,14 @@ function withAgentKeys(agents: Command): Command {
         throw err;
       }
       print(c, added, printRecord);
-      if (generated) console.error(`note: the private key is in ${show(options.out)} (mode 0600); give it to the agent, and to no one else`);
+      if (!generated) return;
+      console.error(`note: the private key is in ${show(options.out)} (mode 0600); give it to the agent, and to no one else`);
+      const tree = gitWorkTreeOf(options.out!);
+      if (tree) {
+        console.error(
+          `warning: ${show(options.out)} is inside the git work tree ${show(tree)}: move it out, or make sure .gitignore ignores it, so that no commit carries it`,
+        );
+      }
     });
   keys
     .command('list <agent>')

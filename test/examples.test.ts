@@ -102,7 +102,12 @@ describeInChromium('the example websites')(`every example website, run by its co
         const page = await browser.newPage();
         try {
           await page.goto(siteUrl);
-          await page.getByRole(example.control, { name: 'Sign in with agent' }).click();
+          // The button docs/websites.md describes: its class, its icon, agent-auth's stylesheet applied (44 px tall at least).
+          const control = page.getByRole(example.control, { name: 'Sign in with agent' });
+          await expect(control.getAttribute('class')).resolves.toBe('sign-in-with-agent');
+          await expect(control.locator('svg[aria-hidden="true"]').count()).resolves.toBe(1);
+          await expect(control.evaluate((el) => getComputedStyle(el).minHeight)).resolves.toBe('44px');
+          await control.click();
           const agent = new AgentAuthClient({
             baseUrl: server.issuer,
             agentId: owner.agent_id,

@@ -1,5 +1,8 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeInChromium } from './helpers/chromium.js';
 import { storeName } from './helpers/database.js';
@@ -84,6 +87,27 @@ describeInChromium('the quick-start agents')(
       expect(result, result.stderr).toMatchObject({ code: 0, signal: null });
       expect(result.stdout).toContain(`Back on ${websiteUrl}/: Example shop`);
       expect(result.stdout).toContain('Signed in as you@example.com');
+    });
+
+    it('TypeScript in a project made with `npm init -y` (CommonJS, where top-level await is refused): the same', { timeout: 120_000 }, async () => {
+      const project = mkdtempSync(join(tmpdir(), 'agent-auth-cjs-'));
+      try {
+        execFileSync('npm', ['init', '-y'], { cwd: project, stdio: 'ignore' });
+        expect(JSON.parse(readFileSync(join(project, 'package.json'), 'utf8')).type ?? 'commonjs').toBe('commonjs');
+        copyFileSync(QUICKSTART.ts, join(project, 'agent.ts'));
+        // The packages as `npm install` would give them to that project: this checkout's (NODE_PATH serves require).
+        const tsx = pathToFileURL(join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
+        const child = spawn(process.execPath, ['--import', tsx, 'agent.ts'], {
+          cwd: project,
+          env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_PATH: join(repoRoot, 'node_modules'), ...env() },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        const result = await finished(child);
+        expect(result, result.stderr).toMatchObject({ code: 0, signal: null });
+        expect(result.stdout).toContain('Signed in as you@example.com');
+      } finally {
+        rmSync(project, { recursive: true, force: true });
+      }
     });
 
     it.runIf(pythonHasPlaywright())('Python: the same, with the Python SDK', { timeout: 120_000 }, async () => {

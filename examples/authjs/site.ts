@@ -12,7 +12,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Auth, type AuthConfig } from '@auth/core';
 import type { OAuthConfig } from '@auth/core/providers';
-import { escapeHtml, homePage, isMain, listen, type SiteOptions, siteOptionsFromEnv } from '../shared/site.js';
+import { escapeHtml, homePage, isMain, listen, type SiteOptions, signInWithAgent, siteOptionsFromEnv } from '../shared/site.js';
 
 export interface AuthjsSiteOptions extends SiteOptions {
   /** Auth.js events (e.g. signIn, which sees the tokens), for a site that records sign-ins. */
@@ -83,9 +83,9 @@ export async function startAuthjsSite(options: AuthjsSiteOptions): Promise<Runni
       const { csrfToken } = await csrf.json();
       const form = `<form method="post" action="/auth/signin/agent-auth">
 <input type="hidden" name="csrfToken" value="${escapeHtml(csrfToken)}"><input type="hidden" name="callbackUrl" value="${url}/">
-<button id="sign-in">Sign in with agent</button></form>`;
+${signInWithAgent('button', 'id="sign-in"')}</form>`;
       res.writeHead(200, { 'content-type': 'text/html', 'set-cookie': csrf.headers.getSetCookie() });
-      res.end(homePage('Auth.js example', session?.user?.email ?? undefined, form));
+      res.end(homePage('Auth.js example', options.issuer, session?.user?.email ?? undefined, form));
     } catch (err) {
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`error: ${(err as Error).message}`);
     }

@@ -15,7 +15,7 @@ import { betterAuth } from 'better-auth';
 import { memoryAdapter } from 'better-auth/adapters/memory';
 import { toNodeHandler } from 'better-auth/node';
 import { genericOAuth } from 'better-auth/plugins/generic-oauth';
-import { homePage, isMain, listen, type SiteOptions, siteOptionsFromEnv } from '../shared/site.js';
+import { homePage, isMain, listen, type SiteOptions, signInWithAgent, siteOptionsFromEnv } from '../shared/site.js';
 
 export interface RunningSite {
   url: string;
@@ -76,7 +76,7 @@ export async function startBetterAuthSite(options: SiteOptions): Promise<Running
       if (path !== '/') return void res.writeHead(404).end();
       const session = await auth.api.getSession({ headers });
       res.writeHead(200, { 'content-type': 'text/html' });
-      res.end(homePage('Better Auth example', session?.user.email, '<a id="sign-in" href="/login">Sign in with agent</a>'));
+      res.end(homePage('Better Auth example', options.issuer, session?.user.email, signInWithAgent('a', 'id="sign-in" href="/login"')));
     } catch (err) {
       res.writeHead(500, { 'content-type': 'text/plain' }).end(`error: ${(err as Error).message}`);
     }

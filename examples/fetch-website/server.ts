@@ -9,6 +9,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { pathToFileURL } from 'node:url';
+import { signInStylesheet, signInWithAgent } from '../shared/site.js';
 
 export interface FetchWebsiteOptions {
   /** agent-auth's issuer URL. */
@@ -40,7 +41,7 @@ const sameString = (a: string, b: string) => a.length === b.length && timingSafe
 function page(issuer: string, body: string) {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Example shop (fetch)</title>
-<link rel="stylesheet" href="${escapeHtml(issuer)}/assets/sign-in-with-agent.css">
+${signInStylesheet(issuer)}
 </head><body><h1>Example shop</h1>
 ${body}
 </body></html>`;
@@ -55,7 +56,8 @@ function home(issuer: string, session: Session | undefined) {
     );
   }
   const failure = session?.step === 'failed' ? `<p id="error" role="alert">Sign-in failed: ${escapeHtml(session.error)}</p>` : '';
-  return page(issuer, `${failure}<a class="sign-in-with-agent" href="/login">Sign in with agent</a>`);
+  // The button of docs/websites.md, its markup as examples/shared/site.ts writes it.
+  return page(issuer, `${failure}${signInWithAgent('a', 'href="/login"')}`);
 }
 
 export async function startFetchWebsite(options: FetchWebsiteOptions): Promise<RunningFetchWebsite> {

@@ -17,7 +17,7 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify from 'fastify';
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';
 import * as oauth from 'openid-client';
-import { escapeHtml, isMain } from '../shared/site.js';
+import { escapeHtml, isMain, signInStylesheet, signInWithAgent } from '../shared/site.js';
 
 export interface WebsiteOptions {
   /** agent-auth's issuer URL; its metadata is read from /.well-known/oauth-authorization-server. */
@@ -48,7 +48,7 @@ const SESSION_COOKIE = 'shop_session';
 function page(issuer: string, body: string) {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Example shop</title>
-<link rel="stylesheet" href="${escapeHtml(issuer)}/assets/sign-in-with-agent.css">
+${signInStylesheet(issuer)}
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem}</style>
 </head><body><h1>Example shop</h1>
 ${body}
@@ -66,7 +66,7 @@ function home(issuer: string, session: Session | undefined) {
   }
   const failure = session?.step === 'failed' ? `<p id="error" role="alert">Sign-in failed: ${escapeHtml(session.error)}</p>` : '';
   // The markup docs/websites.md recommends: a link to the route that starts the sign-in.
-  return page(issuer, `${failure}<a id="sign-in" class="sign-in-with-agent" href="/login">Sign in with agent</a>`);
+  return page(issuer, `${failure}${signInWithAgent('a', 'id="sign-in" href="/login"')}`);
 }
 
 const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';

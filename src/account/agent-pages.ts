@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { listAgentKeys } from '../agent-keys/registration.js';
 import { NotFound } from '../errors.js';
+import { sharedInWords } from '../oauth/scopes.js';
 import { ownAgent } from '../owners/agents.js';
 import { POLICY_CHOICES } from '../owners/protection.js';
 import { renderAccount } from './render.js';
@@ -41,6 +42,7 @@ export default async function agentPages(app: FastifyInstance) {
       agent,
       keys,
       policies: POLICY_CHOICES,
+      shares: sharedInWords,
       ownerPolicy: settings?.approval_policy ?? 'never',
     });
   });

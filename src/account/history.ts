@@ -5,9 +5,9 @@ import { auditQuery, eventView } from '../admin/audit-log.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import { listAgents } from '../owners/agents.js';
 import { errorResponses, UNAVAILABLE } from '../routes/responses.js';
-import type { AuditEvent } from '../store/audit-log.js';
 import type { Store } from '../store/index.js';
 import { signedInOwner } from './guards.js';
+import { historyInWords } from './history-words.js';
 import { renderAccount } from './render.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
@@ -21,39 +21,6 @@ const historyEventView = eventView.omit({ user_id: true, email: true }).extend({
   client_name: z.string().nullable().describe('null when the website is gone'),
   redirect_origin: z.string().nullable(),
 });
-
-// What each event means to the person whose agents they are.
-const DESCRIPTIONS: Record<AuditEvent, string> = {
-  authorize_started: 'Sign-in started',
-  agent_authenticated: 'Agent proved who it is',
-  agent_authentication_failed: 'Agent refused',
-  approval_requested: 'Your approval asked',
-  approved: 'Approved',
-  completed: 'Sign-in completed',
-  denied: 'Sign-in denied',
-  expired: 'Sign-in expired',
-  token_issued: 'Signed in',
-  refreshed: 'Tokens refreshed',
-  reuse_detected: 'Stolen token suspected',
-  revoked: 'Revoked',
-  agent_created: 'Agent created',
-  agent_updated: 'Agent changed',
-  agent_secret_rotated: 'Secret rotated',
-  agent_deleted: 'Agent deleted',
-  agent_key_added: 'Key added',
-  agent_key_deleted: 'Key removed',
-  client_created: 'Website registered',
-  client_updated: 'Website changed',
-  client_secret_rotated: 'Website secret rotated',
-  client_deleted: 'Website removed',
-  owner_signed_in: 'You signed in',
-  owner_reauthenticated: 'You confirmed it is you',
-  owner_settings_changed: 'Settings changed',
-  owner_email_changed: 'Email changed',
-  passkey_added: 'Passkey added',
-  passkey_renamed: 'Passkey renamed',
-  passkey_removed: 'Passkey removed',
-};
 
 /** One page of the owner's own history, newest first, and the cursor of the next page when there is one. */
 async function historyPage(store: Pick<Store, 'auditLog'>, userId: string, query: HistoryQuery) {
@@ -87,7 +54,7 @@ export default async function historyPages(app: FastifyInstance) {
       own: new Set(agents.map((a) => a.agent_id)),
       agentId: query.agent_id ?? '',
       events: page.events,
-      describe: (event: AuditEvent) => DESCRIPTIONS[event],
+      describe: historyInWords,
       first: `/account/history?${new URLSearchParams(filter)}`,
       paged: query.cursor !== undefined,
       next: page.next_cursor ? `/account/history?${new URLSearchParams({ ...filter, cursor: page.next_cursor })}` : undefined,

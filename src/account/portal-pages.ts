@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { EMAIL_SCOPES, sharedInWords } from '../oauth/scopes.js';
 import { POLICY_CHOICES } from '../owners/protection.js';
 import { renderAccount } from './render.js';
 
@@ -20,7 +21,14 @@ export default async function portalPages(app: FastifyInstance) {
   app.get('/account/approvals', options, async (request, reply) => {
     if (!request.owner) return reply.redirect('/account', 303);
     const hasPasskey = (await store.passkeys.count(request.owner.user_id)) > 0;
-    return renderAccount(request, reply, 'approvals', { title: 'Sign-ins waiting for you', nav: 'approvals', hasPasskey });
+    return renderAccount(request, reply, 'approvals', {
+      title: 'Sign-ins waiting for you',
+      nav: 'approvals',
+      hasPasskey,
+      emailScopes: EMAIL_SCOPES,
+      sharesEmail: sharedInWords('email'),
+      sharesId: sharedInWords(''),
+    });
   });
 
   app.get('/account/settings', options, async (request, reply) => {

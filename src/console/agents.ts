@@ -7,7 +7,7 @@ import { OAuthError } from '../errors.js';
 import { agentRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
-import { form, grantCount, idParam, resourceActions, withWebsiteHosts } from './resource.js';
+import { form, grantCount, idParam, resourceActions, grantGroups } from './resource.js';
 
 // Where a per-grant revoke returns to: a console page, never anywhere else.
 const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;
@@ -42,7 +42,7 @@ export default async function agentPages(app: FastifyInstance) {
       nav: 'agents',
       agent,
       keys: await listAgentKeys(app.services, id),
-      grants: await withWebsiteHosts(app.services.store, (await grantAdmin.ofAgent(id)) ?? []),
+      grants: await grantGroups(app.services.store, (await grantAdmin.ofAgent(id)) ?? []),
     });
   });
 

@@ -5,6 +5,7 @@ import { recordAdminAction } from '../admin/resource.js';
 import { NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Services } from '../services.js';
+import type { GrantRecord } from '../store/grant-admin.js';
 import type { Store } from '../store/index.js';
 import { idPattern, parseForm, redirectWith } from './render.js';
 
@@ -20,10 +21,43 @@ export async function websiteDirectory(store: Store): Promise<Map<string, { name
   return new Map(clients.map((c) => [c.client_id, { name: c.name, host: new URL(c.redirect_uris[0]).host }]));
 }
 
-/** Grants with the host of their website (see websiteDirectory). */
-export async function withWebsiteHosts<T extends { client_id: string }>(store: Store, grants: T[]): Promise<(T & { website_host?: string })[]> {
+/** The grants of one agent at one website: how many, how many still work, the newest first. */
+export interface GrantGroup {
+  agent_id: string;
+  client_id: string;
+  client_name: string;
+  website_host?: string;
+  grants: GrantRecord[];
+  live: number;
+  newest: Date;
+  models: string[];
+}
+
+/**
+ * Grants grouped by agent and website, as the owners' portal shows them (ten sign-ins of one agent at
+ * one website are one row), with the host of their website (see websiteDirectory); newest first.
+ */
+export async function grantGroups(store: Store, grants: GrantRecord[]): Promise<GrantGroup[]> {
   const websites = await websiteDirectory(store);
-  return grants.map((g) => ({ ...g, website_host: websites.get(g.client_id)?.host }));
+  const groups = new Map<string, GrantGroup>();
+  for (const g of [...grants].sort((a, b) => b.created_at.getTime() - a.created_at.getTime())) {
+    const key = `${g.agent_id} ${g.client_id}`;
+    const group = groups.get(key) ?? {
+      agent_id: g.agent_id,
+      client_id: g.client_id,
+      client_name: g.client_name,
+      website_host: websites.get(g.client_id)?.host,
+      grants: [],
+      live: 0,
+      newest: g.created_at,
+      models: [],
+    };
+    group.grants.push(g);
+    if (!g.revoked_at) group.live += 1;
+    if (!group.models.includes(g.model)) group.models.push(g.model);
+    groups.set(key, group);
+  }
+  return [...groups.values()];
 }
 
 /** A registration form the store refused: why, and the fields as they were typed, to show again. */

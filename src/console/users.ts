@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { revokeGrants, userSignIns } from '../admin/grants.js';
 import { NotFound } from '../errors.js';
 import { parseForm, redirectWith, renderConsole } from './render.js';
-import { grantCount, withWebsiteHosts } from './resource.js';
+import { type GrantGroup, grantCount, grantGroups } from './resource.js';
 
 const emailForm = z.object({ email: z.email().max(320) });
 const userPage = (email: string) => `/console/users?email=${encodeURIComponent(email)}`;
@@ -17,7 +17,7 @@ export default async function userPages(app: FastifyInstance) {
     const data = {
       title: 'Users',
       email,
-      user: undefined as Awaited<ReturnType<typeof userSignIns>> | undefined,
+      user: undefined as (Omit<Awaited<ReturnType<typeof userSignIns>>, 'grants'> & { grants: GrantGroup[] }) | undefined,
       users: email ? [] : await app.services.store.agents.users(),
       message: '',
     };
@@ -29,7 +29,7 @@ export default async function userPages(app: FastifyInstance) {
           data.user = {
             ...user,
             agents: user.agents.map((a) => ({ ...a, lastSignIn: last.agents.get(a.agent_id) })),
-            grants: await withWebsiteHosts(app.services.store, user.grants),
+            grants: await grantGroups(app.services.store, user.grants),
           };
         } catch (err) {
           if (!(err instanceof NotFound)) throw err;

@@ -13,6 +13,13 @@ export function parseScope(scope: string | undefined): string[] {
 }
 
 /** docs/protocol.md (userinfo): the email is shared for `email`, `openid` or `profile`. */
+export const EMAIL_SCOPES: readonly string[] = ['email', 'openid', 'profile'];
+
 export function scopeGrantsEmail(scope: string): boolean {
-  return scope.split(' ').some((s) => s === 'email' || s === 'openid' || s === 'profile');
+  return scope.split(' ').some((s) => EMAIL_SCOPES.includes(s));
+}
+
+/** What a website receives under `scope`, as an owner reads it (the agent's id it always gets). */
+export function sharedInWords(scope: string): string {
+  return scopeGrantsEmail(scope) ? 'Your email address' : 'Only the agent’s id';
 }

@@ -19,7 +19,7 @@ import { APPROVAL_POLICIES, type ApprovalPolicy } from '../store/owners.js';
 /** What each approval policy means, as the portal's choices and the owner's mails say it. */
 export const POLICY_CHOICES: Record<ApprovalPolicy, string> = {
   never: 'Never ask me',
-  new_website: 'Ask me when it signs in to a new website',
+  new_website: 'Ask me for new websites',
   always: 'Ask me every time',
 };
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { loggerOptions } from '../../src/logger.js';
 import { createMailer } from '../../src/mail/mailer.js';
+import { signInLinkMessage } from '../../src/mail/messages.js';
 import { startServer } from '../../src/server.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
 import { cookiesOf, linkForm, signInOwner, useLink } from '../helpers/owner.js';
@@ -49,6 +50,19 @@ describe(`mail to owners (${storeName})`, () => {
       await server.close();
     }
     expect(server.services.mailer.logOnly).toBe(true);
+  });
+
+  it('without SMTP_URL also writes each link on a line of its own, for a person to copy from the terminal', async () => {
+    const { logger } = logSink();
+    let terminal = '';
+    const mailer = createMailer({ from: 'x@example.com', terminal: { write: (text: string) => (terminal += text) } });
+    const link = 'http://localhost:3000/account/email-link/callback?token=' + 'a'.repeat(43);
+    await mailer.send(signInLinkMessage({ to: 'dev@example.com', brand: 'agent-auth', link, minutes: 15 }), logger);
+    const lines = terminal.split('\n');
+    expect(lines).toContain(link);
+    expect(lines.find((l) => l.includes('dev@example.com'))).toMatch(/^Mail to dev@example\.com: .*sign-in link/);
+    // Nothing but links, each alone on its line: no escaped newline, no JSON around them.
+    expect(lines.filter((l) => l.includes('http'))).toEqual([link]);
   });
 
   it.runIf(!usingPostgres)(

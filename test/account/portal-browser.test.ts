@@ -1,15 +1,14 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { launchChromium } from '../../examples/agent/agent.js';
+import type { Page } from 'playwright-core';
+import { beforeAll, expect, it } from 'vitest';
 import { expectAxeCleanEverywhere } from '../helpers/axe.js';
 import { describeInChromium } from '../helpers/chromium.js';
 import { exchangeCode, introspect } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { signInToCode } from '../helpers/flow.js';
-import { startPortalServer } from '../helpers/owner.js';
+import { portalInChromium } from '../helpers/portal-browser.js';
 import type { TestServer } from '../helpers/server.js';
-import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { linkIn, type TestSmtp } from '../helpers/smtp.js';
 
 const describe = describeInChromium('the owners’ portal in a real browser');
 
@@ -22,37 +21,15 @@ const describe = describeInChromium('the owners’ portal in a real browser');
  * that the browser sends the same Origin the API expects.
  */
 describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, () => {
-  let browser: Browser;
+  const portal = portalInChromium();
   let smtp: TestSmtp;
   let server: TestServer;
   let issuer: string;
-  let context: BrowserContext;
   let page: Page;
-  const problems: string[] = [];
+  const problems = portal.problems;
   const email = `owner-${randomBytes(4).toString('hex')}@example.com`;
   let agent: { agent_id: string; agent_secret: string; email: string };
-
-  beforeAll(async () => {
-    browser = await launchChromium();
-    smtp = await startSmtp();
-    ({ server, issuer } = await startPortalServer(smtp));
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: issuer });
-    await context.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (e) => console.error(`CSP violation: ${e.violatedDirective} blocked ${e.blockedURI}`));
-    });
-    page = await context.newPage();
-    page.on('console', (msg) => {
-      if (msg.type() === 'error') problems.push(`${msg.location().url}: ${msg.text()}`);
-    });
-    page.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
-  });
-  afterAll(async () => {
-    await context?.close();
-    await browser?.close();
-    await server?.close();
-    await smtp?.close();
-  });
+  beforeAll(() => void ({ smtp, server, issuer, page } = portal));
 
   /** The agent signs in to a website by the normal flow; the website's tokens. */
   async function signInAt(website: { client_id: string; client_secret: string; redirect_uris: string[] }, signer: typeof agent, model: string) {
@@ -107,7 +84,7 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
       await expectAxeCleanEverywhere(page, name);
     }
     await page.getByRole('navigation').getByRole('link', { name: 'History' }).click();
-    await expect(page.locator('#history-table').textContent()).resolves.toContain('Revoked');
+    await expect(page.locator('#history-table').textContent()).resolves.toContain('You signed Research assistant out of Shop');
     expect(problems).toEqual([]);
   });
 

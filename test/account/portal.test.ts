@@ -96,7 +96,7 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect((await owner.call('PATCH', `/account/api/agents/${agent.agent_id}`, { approval_policy: 'new_website' })).statusCode).toBe(200);
     const withPolicy = (await page(`/account/agents/${agent.agent_id}`, owner)).body;
     expect(withPolicy).toContain('<option value="new_website" selected>');
-    expect(withPolicy).toContain('<option value="">As in your settings (Never ask me)</option>');
+    expect(withPolicy).toContain('<option value="">Default (Never ask me)</option>');
 
     // The buttons' script: this server's own file, which the pages' CSP allows ('self').
     const script = await server.app.inject({ url: '/assets/portal.js' });
@@ -212,7 +212,9 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect(second.events[0].id).toBeLessThan(first.events[1].id);
 
     const pageBody = (await page('/account/history', alice.owner)).body;
-    expect(pageBody).toContain('Signed in');
+    // In sentences, not the audit log's codes.
+    expect(pageBody).toMatch(/Test agent signed in to \w+/);
+    expect(pageBody).not.toContain('token_issued');
     expect(pageBody).toContain(`<a href="/account/agents/${alice.agent.agent_id}">Test agent</a>`);
     expect(pageBody).not.toContain(bob.agent.agent_id);
     const paged = await page(`/account/history?agent_id=${alice.agent.agent_id}&limit=1`, alice.owner);

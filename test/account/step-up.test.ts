@@ -143,7 +143,7 @@ describe(`step-up for changes that weaken an owner's protection (${storeName})`,
     expect((await call(owner, 'PATCH', '/account/api/me', { approval_policy: 'always' })).statusCode).toBe(200);
     expect((await call(owner, 'PATCH', `/account/api/agents/${agent.agent_id}`, { approval_policy: 'new_website' })).statusCode).toBe(200);
     expect((await smtp.next(email, 5000, (m) => m.subject.includes('lowered its protection'))).text).toContain(
-      'your agent “Test agent” was lowered from “Ask me every time” to “Ask me when it signs in to a new website”',
+      'your agent “Test agent” was lowered from “Ask me every time” to “Ask me for new websites”',
     );
     expect((await call(owner, 'POST', `/account/api/agents/${agent.agent_id}/keys`, { jwk: jwk() })).statusCode).toBe(201);
     expect((await smtp.next(email, 5000, (m) => m.subject.includes('lowered its protection'))).text).toContain('signs in as your agent');

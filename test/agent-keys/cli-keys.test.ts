@@ -1,7 +1,9 @@
+import { execFileSync } from 'node:child_process';
 import { createHash, createPrivateKey, generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/server.js';
@@ -92,6 +94,21 @@ describe(`agent-auth agents keys (${storeName})`, { timeout: 120_000 }, () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/cannot write the private key .*EEXIST/);
     expect((await admin('GET', `/admin/agents/${agentId}/keys`)).keys).toHaveLength(before);
+  });
+
+  it('warns when the private key lands inside a git work tree, and only then', async () => {
+    const repo = join(dir, 'checkout');
+    mkdirSync(join(repo, '.git', 'objects'), { recursive: true });
+    mkdirSync(join(repo, 'keys'));
+    const inside = join(repo, 'keys', 'agent-key.pem');
+    const res = await cli(['agents', 'keys', 'add', agentId, '--generate', '--out', inside]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toContain(`warning: ${inside} is inside the git work tree ${repo}: move it out`);
+    expect((await cli(['agents', 'keys', 'add', agentId, '--generate', '--out', join(dir, 'outside.pem')])).stderr).not.toContain('warning');
+    // In this checkout, the README's file name and the portal's downloads are ignored: git status never offers them.
+    for (const name of ['agent-key.pem', 'agent-key-0a1b2c3d.pem']) {
+      expect(() => execFileSync('git', ['check-ignore', '-q', name], { cwd: fileURLToPath(new URL('../..', import.meta.url)) }), name).not.toThrow();
+    }
   });
 
   it('removes the private key it wrote when the server refuses the registration', async () => {

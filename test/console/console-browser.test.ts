@@ -115,6 +115,7 @@ describeInChromium('the console in a real browser')(`the console in a real brows
     const row = page.locator('#grants-table tbody tr');
     await expect(row.locator('.grant-status').textContent()).resolves.toBe('Active');
     await accessible();
+    await row.getByText('Show the sign-in').click();
     await row.getByRole('button', { name: 'Revoke the grant at Browser shop' }).click();
     await page.getByText('Grant revoked').waitFor();
     await expect(page.locator('#grants-table tbody tr .grant-status').textContent()).resolves.toBe('Revoked');

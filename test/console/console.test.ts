@@ -321,6 +321,30 @@ describe(`the operators' console (${storeName})`, () => {
     }
   });
 
+  it('groups an agent’s grants by website: one row with the count, the newest sign-in and each grant inside', async () => {
+    const op = await operator(server);
+    const { client, agent, code, verifier } = await signInToCode(server);
+    expect((await exchangeCode(server, client, code, verifier)).statusCode).toBe(200);
+    for (let i = 0; i < 2; i++) {
+      const again = await signInToCode(server, { client, agent, model: `model-${i}` });
+      expect((await exchangeCode(server, client, again.code, again.verifier)).statusCode).toBe(200);
+    }
+    const other = await signInToCode(server, { agent });
+    expect((await exchangeCode(server, other.client, other.code, other.verifier)).statusCode).toBe(200);
+    const grants = (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/grants`)).json.grants as { created_at: string; client_id: string }[];
+    const newest = grants.filter((g) => g.client_id === client.client_id).map((g) => g.created_at).sort().at(-1);
+
+    const body = (await op.get(`/console/agents/${agent.agent_id}`)).body;
+    const rows = body.match(/<tr data-agent="[^"]+" data-client="[^"]+">[\s\S]*?<\/tr>/g)!;
+    expect(rows).toHaveLength(2);
+    const row = rows.find((r) => r.includes(`data-client="${client.client_id}"`))!;
+    expect(row).toMatch(/class="grant-count">3</);
+    expect(row).toContain('Show the 3 sign-ins');
+    for (const model of ['test-model-1', 'model-0', 'model-1']) expect(row).toContain(model);
+    expect(row.match(/data-grant="/g)).toHaveLength(3);
+    expect(/data-label="Newest sign-in"><time datetime="([^"]+)"/.exec(row)![1]).toBe(newest);
+  });
+
   it('acts through the admin API’s functions: deactivate, rotate, kill switch, per-grant revoke, user revoke', async () => {
     const op = await operator(server);
     const { client, agent, code, verifier } = await signInToCode(server);

@@ -6,12 +6,17 @@
     time: { hour: '2-digit', minute: '2-digit', timeZoneName: 'short' },
     datetime: { year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' },
   };
-  document.querySelectorAll('time[data-local]').forEach(function (el) {
-    var at = new Date(el.getAttribute('datetime'));
-    if (isNaN(at.getTime())) return;
-    el.title = at.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
-    el.textContent = at.toLocaleString(undefined, formats[el.getAttribute('data-local')] || formats.datetime);
-  });
+  // Also for times a page's script adds later (window.localTimes(element)): one format everywhere, the zone named.
+  function localTimes(root) {
+    root.querySelectorAll('time[data-local]').forEach(function (el) {
+      var at = new Date(el.getAttribute('datetime'));
+      if (isNaN(at.getTime())) return;
+      el.title = at.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+      el.textContent = at.toLocaleString(undefined, formats[el.getAttribute('data-local')] || formats.datetime);
+    });
+  }
+  window.localTimes = localTimes;
+  localTimes(document);
 
   // <button data-copy="id-of-element">: copies that element's text and says so.
   document.querySelectorAll('button[data-copy]').forEach(function (button) {
