@@ -9,10 +9,7 @@
   document.querySelectorAll('time[data-local]').forEach(function (el) {
     var at = new Date(el.getAttribute('datetime'));
     if (isNaN(at.getTime())) return;
-    el.title = at
-      .toISOString()
-      .replace('T', ' ')
-      .replace(/\.\d+Z$/, ' UTC');
+    el.title = at.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
     el.textContent = at.toLocaleString(undefined, formats[el.getAttribute('data-local')] || formats.datetime);
   });
 
@@ -24,16 +21,10 @@
     var label = button.textContent;
     button.addEventListener('click', function () {
       navigator.clipboard.writeText(source.textContent.trim()).then(
-        function () {
-          button.textContent = 'Copied';
-        },
-        function () {
-          button.textContent = 'Copy failed: select the text';
-        },
+        function () { button.textContent = 'Copied'; },
+        function () { button.textContent = 'Copy failed: select the text'; },
       );
-      setTimeout(function () {
-        button.textContent = label;
-      }, 2500);
+      setTimeout(function () { button.textContent = label; }, 2500);
     });
   });
 })();
