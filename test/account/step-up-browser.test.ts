@@ -2,8 +2,9 @@ import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
-import { describeInChromium } from '../helpers/chromium.js';
+import { describeInChromium, withVirtualAuthenticator } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
+import { agentAuthenticate, startAuthorize } from '../helpers/flow.js';
 import { startPortalServer } from '../helpers/owner.js';
 import type { TestServer } from '../helpers/server.js';
 import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
@@ -65,19 +66,8 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
     await server.createAgent(email);
     const context = await browser.newContext();
     const page = await context.newPage();
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('WebAuthn.enable');
-    await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
-    // The virtual authenticator belongs to this page (its CDP target): the owner stays on it.
+    // The virtual authenticator belongs to this page: the owner stays on it.
+    await withVirtualAuthenticator(context, page);
     const owner = await signedIn(context, email, page);
     const problems: string[] = [];
     owner.on('pageerror', (err) => problems.push(err.message));
@@ -107,7 +97,7 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
 
   it('without a passkey: the page offers a sign-in link, and once it is used the same form, as typed, goes through', async () => {
     const email = `owner-${randomBytes(4).toString('hex')}@example.com`;
-    await server.createAgent(email);
+    const agent = await server.createAgent(email);
     const context = await browser.newContext();
     const owner = await signedIn(context, email);
     await stale(email);
@@ -126,6 +116,14 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
     await owner.getByRole('button', { name: 'Save' }).click();
     await owner.getByText('Settings saved.').waitFor();
     expect(await settingsOf(email)).toEqual({ approval_policy: 'new_website', notify_new_website: false });
+
+    // Approving stale, without a passkey: the approvals page offers the link in place too.
+    const { requestId } = await startAuthorize(server, await server.createClient());
+    await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret });
+    await stale(email);
+    await owner.goto(`${issuer}/account/approvals`);
+    await owner.getByRole('button', { name: 'Approve' }).click();
+    await owner.getByRole('button', { name: 'Email me a sign-in link' }).waitFor();
     await context.close();
   }, 120_000);
 });

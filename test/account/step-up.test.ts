@@ -1,10 +1,10 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, checkStatus, startAuthorize } from '../helpers/flow.js';
-import { cookiesOf, signInOwner } from '../helpers/owner.js';
-import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { cookiesOf, serverWithMail, signInOwner } from '../helpers/owner.js';
+import { ISSUER, type TestServer } from '../helpers/server.js';
+import type { TestSmtp } from '../helpers/smtp.js';
 import { SoftwareAuthenticator } from '../helpers/webauthn.js';
 
 type Owner = Awaited<ReturnType<typeof signInOwner>>;
@@ -17,17 +17,13 @@ const BROWSER = 'Mozilla/5.0 (stolen cookie) Test/1.0';
  * audited and in the owner's history. Raising protection stays one call.
  */
 describe(`step-up for changes that weaken an owner's protection (${storeName})`, () => {
+  const started = serverWithMail({ RATE_LIMIT_EMAIL_LINK_PER_EMAIL: '1000' });
   let smtp: TestSmtp;
   let server: TestServer;
   let client: Awaited<ReturnType<TestServer['createClient']>>;
   beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000', RATE_LIMIT_EMAIL_LINK_PER_EMAIL: '1000' });
+    ({ smtp, server } = started);
     client = await server.createClient();
-  });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
   });
 
   const newEmail = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import Fastify from 'fastify';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
 import { expectAxeCleanEverywhere } from '../helpers/axe.js';
-import { describeInChromium } from '../helpers/chromium.js';
+import { describeInChromium, withVirtualAuthenticator } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
 import { pkce } from '../helpers/flow.js';
 import { freePort } from '../helpers/listening.js';
@@ -63,21 +63,6 @@ describe(`passkeys and owner approval in Chromium (${storeName})`, () => {
     await smtp?.close();
     await browser?.close();
   });
-
-  async function withVirtualAuthenticator(context: BrowserContext, page: Page) {
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('WebAuthn.enable');
-    await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    });
-  }
 
   it('registers a passkey in the portal, then approves the waiting sign-in with it; the agent’s page lands on the website', async () => {
     const email = `owner-${randomBytes(4).toString('hex')}@example.com`;

@@ -69,17 +69,13 @@
   function keepWebsites(websites) {
     var table = document.getElementById('websites-table');
     if (!table || !Array.isArray(websites)) return;
-    var live = websites.map(function (w) {
-      return w.client_id;
-    });
+    var live = websites.map(function (w) { return w.client_id; });
     table.querySelectorAll('tbody tr[data-client]').forEach(function (row) {
       if (live.indexOf(row.getAttribute('data-client')) < 0) row.remove();
     });
     if (table.querySelector('tbody tr')) return;
     var section = table.closest('section');
-    section.querySelectorAll(':scope > .hint, :scope > .table-wrap').forEach(function (el) {
-      el.remove();
-    });
+    section.querySelectorAll(':scope > .hint, :scope > .table-wrap').forEach(function (el) { el.remove(); });
     var empty = document.createElement('p');
     empty.className = 'empty';
     empty.textContent = 'None: this agent holds no live sign-in anywhere.';
@@ -205,9 +201,7 @@
 
   document.querySelectorAll('form[data-api]').forEach(function (form) {
     var status = form.querySelector('[role=status]');
-    var say = function (text) {
-      if (status) status.textContent = text;
-    };
+    var say = function (text) { if (status) status.textContent = text; };
     form.addEventListener('submit', function (event) {
       event.preventDefault();
       var method = form.getAttribute('data-method') || 'POST';
@@ -218,9 +212,7 @@
         return say('Not done: ' + err.message + '.');
       }
       var buttons = form.querySelectorAll('button');
-      buttons.forEach(function (b) {
-        b.disabled = true;
-      });
+      buttons.forEach(function (b) { b.disabled = true; });
       say('Working…');
       api(method, form.getAttribute('data-api'), body, status || form)
         .then(function (res) {
@@ -234,9 +226,7 @@
               showSecret(document.getElementById(form.getAttribute('data-secret')), data);
               keepWebsites(data.websites);
               say(message || '');
-              buttons.forEach(function (b) {
-                b.disabled = false;
-              });
+              buttons.forEach(function (b) { b.disabled = false; });
               return;
             }
             if (message) window.sessionStorage.setItem(KEY, message);
@@ -246,9 +236,7 @@
         })
         .catch(function (err) {
           say('Not done: ' + err.message + '.');
-          buttons.forEach(function (b) {
-            b.disabled = false;
-          });
+          buttons.forEach(function (b) { b.disabled = false; });
         });
     });
   });
