@@ -12,7 +12,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Auth, type AuthConfig } from '@auth/core';
 import type { OAuthConfig } from '@auth/core/providers';
-import { escapeHtml, homePage, isMain, listen, type SiteOptions, signInWithAgent, siteOptionsFromEnv } from '../shared/site.js';
+import { escapeHtml, homePage, isMain, listen, signInWithAgent, type SiteOptions, siteOptionsFromEnv } from '../shared/site.js';
 
 export interface AuthjsSiteOptions extends SiteOptions {
   /** Auth.js events (e.g. signIn, which sees the tokens), for a site that records sign-ins. */

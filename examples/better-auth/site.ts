@@ -15,7 +15,7 @@ import { betterAuth } from 'better-auth';
 import { memoryAdapter } from 'better-auth/adapters/memory';
 import { toNodeHandler } from 'better-auth/node';
 import { genericOAuth } from 'better-auth/plugins/generic-oauth';
-import { homePage, isMain, listen, type SiteOptions, signInWithAgent, siteOptionsFromEnv } from '../shared/site.js';
+import { homePage, isMain, listen, signInWithAgent, type SiteOptions, siteOptionsFromEnv } from '../shared/site.js';
 
 export interface RunningSite {
   url: string;

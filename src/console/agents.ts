@@ -7,7 +7,7 @@ import { OAuthError } from '../errors.js';
 import { agentRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
-import { form, grantCount, idParam, resourceActions, grantGroups } from './resource.js';
+import { form, grantCount, grantGroups, idParam, resourceActions } from './resource.js';
 
 // Where a per-grant revoke returns to: a console page, never anywhere else.
 const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;

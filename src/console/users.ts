@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { revokeGrants, userSignIns } from '../admin/grants.js';
 import { NotFound } from '../errors.js';
 import { parseForm, redirectWith, renderConsole } from './render.js';
-import { type GrantGroup, grantCount, grantGroups } from './resource.js';
+import { grantCount, type GrantGroup, grantGroups } from './resource.js';
 
 const emailForm = z.object({ email: z.email().max(320) });
 const userPage = (email: string) => `/console/users?email=${encodeURIComponent(email)}`;

@@ -62,11 +62,18 @@ describe(`an owner's first hour in Chromium (${storeName})`, { timeout: 180_000 
     await expectAxeCleanEverywhere(page, 'portal-approvals-empty');
 
     await page.evaluate(
-      async (id) => fetch(`/account/api/agents/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"approval_policy":"always"}' }),
+      async (id) =>
+        fetch(`/account/api/agents/${id}`, {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json' },
+          body: '{"approval_policy":"always"}',
+        }),
       agent.agent_id,
     );
     const { requestId } = await startAuthorize(server, website, { scope: 'openid email' });
-    expect((await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })).json()).toMatchObject({
+    expect(
+      (await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: agent.agent_secret })).json(),
+    ).toMatchObject({
       approval: 'pending',
     });
     const item = page.locator('#approvals li');
@@ -78,7 +85,8 @@ describe(`an owner's first hour in Chromium (${storeName})`, { timeout: 180_000 
     // One format everywhere: day, month, time and the zone's name (Amsterdam: CET).
     expect(await item.locator('time').innerText()).toMatch(/^\d{1,2} \w{3} \d{4}, \d{2}:\d{2} CET$/);
     await page.evaluate(
-      async (id) => fetch(`/account/api/agents/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"approval_policy":null}' }),
+      async (id) =>
+        fetch(`/account/api/agents/${id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"approval_policy":null}' }),
       agent.agent_id,
     );
     await item.getByRole('button', { name: 'Decline' }).click();
@@ -152,7 +160,10 @@ describe(`an owner's first hour in Chromium (${storeName})`, { timeout: 180_000 
       await page.setViewportSize({ width, height: 844 });
       const tops = await page.locator('header nav a').evaluateAll((links) => links.map((a) => Math.round(a.getBoundingClientRect().top)));
       expect(new Set(tops).size, `navigation at ${width}px`).toBe(1);
-      const right = await page.locator('header nav a').last().evaluate((a) => a.getBoundingClientRect().right);
+      const right = await page
+        .locator('header nav a')
+        .last()
+        .evaluate((a) => a.getBoundingClientRect().right);
       expect(right).toBeLessThanOrEqual(width);
       // The chosen option's words fit in the select (its arrow takes about 2rem).
       const fits = await page.getByLabel('Your approval for its sign-ins').evaluate((select: HTMLSelectElement) => {

@@ -112,6 +112,14 @@ describeInChromium('the console in a real browser')(`the console in a real brows
     await page.goto(`${consoleUrl}/websites/${website.client_id}`);
     await expect(page.locator('#signed-in-agents').textContent()).resolves.toContain('claude-console-test');
     await page.goto(`${consoleUrl}/agents/${agent.agent_id}`);
+    // The checkbox sits right before its words, on one line; "Add key" and "Make key-only" do not touch.
+    const box = (await page.getByLabel('Also sign this agent out of every website now').boundingBox())!;
+    const words = (await page.locator('label.check').boundingBox())!;
+    expect(words.x).toBeCloseTo(box.x, -1);
+    expect(words.height).toBeLessThan(40);
+    const add = (await page.getByRole('button', { name: 'Add key' }).boundingBox())!;
+    const keyOnly = (await page.getByRole('button', { name: /Make key-only/ }).boundingBox())!;
+    expect(keyOnly.y - (add.y + add.height)).toBeGreaterThanOrEqual(8);
     const row = page.locator('#grants-table tbody tr');
     await expect(row.locator('.grant-status').textContent()).resolves.toBe('Active');
     await accessible();

@@ -331,8 +331,15 @@ describe(`the operators' console (${storeName})`, () => {
     }
     const other = await signInToCode(server, { agent });
     expect((await exchangeCode(server, other.client, other.code, other.verifier)).statusCode).toBe(200);
-    const grants = (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/grants`)).json.grants as { created_at: string; client_id: string }[];
-    const newest = grants.filter((g) => g.client_id === client.client_id).map((g) => g.created_at).sort().at(-1);
+    const grants = (await server.adminCall('GET', `/admin/agents/${agent.agent_id}/grants`)).json.grants as {
+      created_at: string;
+      client_id: string;
+    }[];
+    const newest = grants
+      .filter((g) => g.client_id === client.client_id)
+      .map((g) => g.created_at)
+      .sort()
+      .at(-1);
 
     const body = (await op.get(`/console/agents/${agent.agent_id}`)).body;
     const rows = body.match(/<tr data-agent="[^"]+" data-client="[^"]+">[\s\S]*?<\/tr>/g)!;
