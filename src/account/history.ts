@@ -42,6 +42,8 @@ const DESCRIPTIONS: Record<AuditEvent, string> = {
   agent_deleted: 'Agent deleted',
   agent_key_added: 'Key added',
   agent_key_deleted: 'Key removed',
+  signing_key_added: 'Request-signing key added',
+  signing_key_deleted: 'Request-signing key removed',
   client_created: 'Website registered',
   client_updated: 'Website changed',
   client_secret_rotated: 'Website secret rotated',
