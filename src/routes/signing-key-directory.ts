@@ -28,7 +28,8 @@ export default async function signingKeyDirectoryRoute(app: FastifyInstance) {
       services.metrics.signingKeyReads.inc({ read: 'directory' });
       const url = `${request.protocol}://${request.host}${request.url}`;
       const { body, headers } = await directoryResponse(services, url, services.config.signingKeysMaxAgeSeconds);
-      return reply.headers(headers).send(body);
+      // Bytes, not text: the media type goes out as it is, without a charset the digest does not cover.
+      return reply.headers(headers).send(Buffer.from(body));
     },
   );
 }
