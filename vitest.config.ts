@@ -20,6 +20,7 @@ const storeIndependent = [
   'test/sdk-typescript.test.ts',
   'test/agent/**',
   'test/interop/**',
+  'test/web-bot-auth/interop.test.ts',
   'test/console/console-browser.test.ts',
   'test/logout/example-website-logout.test.ts',
   'test/pages/pages.test.ts',
