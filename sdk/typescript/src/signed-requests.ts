@@ -9,7 +9,7 @@ import { byteSequence, type Component, serializeSignatureInput, signatureBase, s
  */
 
 /** A private Ed25519 key: a JWK `{kty: "OKP", crv: "Ed25519", x, d}`, a `KeyObject` or a WebCrypto `CryptoKey`. */
-export type RequestSigningKey = JsonWebKey | KeyObject | webcrypto.CryptoKey;
+export type RequestSigningKey = { kty?: string; crv?: string; x?: string; d?: string } | KeyObject | webcrypto.CryptoKey;
 
 export interface SignRequestOptions {
   /** The agent-auth server (ISSUER) whose directory lists the key; its origin goes in `Signature-Agent`. */
@@ -30,7 +30,7 @@ const isCryptoKey = (key: RequestSigningKey): key is webcrypto.CryptoKey => 'usa
 /** The signer of a key: its keyid (RFC 7638 thumbprint) and how it signs; refuses any key but a private Ed25519 one. */
 async function signerOf(key: RequestSigningKey) {
   const { KeyObject } = await import('node:crypto');
-  const signer = await keyFromPrivateKey(isCryptoKey(key) ? KeyObject.from(key) : key);
+  const signer = await keyFromPrivateKey(isCryptoKey(key) ? KeyObject.from(key) : (key as KeyObject | JsonWebKey));
   if (signer.algorithm !== 'EdDSA') throw new TypeError('a request-signing key must be an Ed25519 private key');
   return signer;
 }
