@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { listAgentKeys } from '../agent-keys/registration.js';
+import { listAgentKeys, REQUEST_SIGNING_KEYS } from '../agent-keys/registration.js';
 import { NotFound } from '../errors.js';
 import { ownAgent } from '../owners/agents.js';
 import { renderAccount } from './render.js';
@@ -40,12 +40,16 @@ export default async function agentPages(app: FastifyInstance) {
       services.store.owners.settings(request.owner.user_id),
     ]);
     // Read once the agent is known to be the owner's.
-    const keys = await listAgentKeys(services, agent.agent_id);
+    const [keys, signingKeys] = await Promise.all([
+      listAgentKeys(services, agent.agent_id),
+      listAgentKeys(services, agent.agent_id, REQUEST_SIGNING_KEYS),
+    ]);
     return renderAccount(request, reply, 'agent', {
       title: agent.name ?? 'Unnamed agent',
       nav: 'agents',
       agent,
       keys,
+      signingKeys,
       policies: POLICY_CHOICES,
       ownerPolicy: settings?.approval_policy ?? 'never',
     });

@@ -132,7 +132,7 @@ export async function addAgentKey({ store }: AgentKeyDeps, by: KeyActor, agentId
   const kid = await kidOf(kind, jwk, key.jwk);
   const added = await store.agentKeys.add(agentId, { kid, ...key }, kind.purpose);
   if (added === undefined) throw new NotFound(`no agent with id ${agentId}`);
-  if (added === 'duplicate') throw new Conflict('key_exists', `a key with kid ${kid} is registered already (a key serves one agent and one purpose)`);
+  if (added === 'duplicate') throw new Conflict('key_exists', `the agent already has a key with kid ${kid}, or another agent does (a key serves one agent and one purpose)`);
   if (added === 'full') throw new InvalidRequest(`an agent holds at most ${MAX_KEYS_PER_AGENT} keys of a kind: delete one first`);
   await store.auditLog.recordAction({ ...by, event: kind.added, agentId, detail: { kid: added.kid, alg: added.alg } });
   return { kid: added.kid, alg: added.alg, created_at: added.created_at };
@@ -147,6 +147,6 @@ export async function listAgentKeys({ store }: { store: Pick<Store, 'agentKeys'>
 
 /** Deletes a key: what it signs is refused from now on, on every instance. */
 export async function deleteAgentKey({ store }: AgentKeyDeps, by: KeyActor, agentId: string, kid: string, kind = ASSERTION_KEYS): Promise<void> {
-  if (!(await store.agentKeys.remove(agentId, kid, kind.purpose))) throw new NotFound(`the agent ${agentId} has no such key with kid ${kid}`);
+  if (!(await store.agentKeys.remove(agentId, kid, kind.purpose))) throw new NotFound(`the agent ${agentId} has no key with kid ${kid}`);
   await store.auditLog.recordAction({ ...by, event: kind.deleted, agentId, detail: { kid } });
 }

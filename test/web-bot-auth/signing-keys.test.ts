@@ -153,6 +153,10 @@ describe(`request-signing keys: registration, directory and lookup (${storeName}
     expect(added.statusCode).toBe(201);
     const { kid } = added.json();
     expect((await owner.call('GET', path)).json().keys.map((k: { kid: string }) => k.kid)).toEqual([kid]);
+    // The portal's agent page lists it, with a form to paste another.
+    const portalPage = (await owner.call('GET', `/account/agents/${agentId}`)).body;
+    expect(portalPage).toMatch(new RegExp(`<table id="signing-keys-table">[\\s\\S]*<tr data-kid="${kid}">`));
+    expect(portalPage).toContain(`data-api="/account/api/agents/${agentId}/signing-keys"`);
     expect((await stranger.call('DELETE', `${path}/${kid}`)).statusCode).toBe(404);
     // An owner's verified email shows in the lookup, the address itself does not.
     expect((await lookup(kid)).json()).toMatchObject({ agent_id: agentId, name: 'Signer', owner_email_verified: true, active: true });
