@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { type Component, signatureHeaders as httpsigHeaders } from 'http-message-sig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +7,7 @@ import { Ed25519Signer, verifierFromJWK } from 'web-bot-auth/crypto';
 import { signRequest } from '@agent-auth/agent';
 import { webBotAuthVerifier, type WebBotAuthResult } from '@agent-auth/website/web-bot-auth';
 import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
+import { finished, repoRoot } from '../helpers/process.js';
 
 const MAX_AGE = 1;
 const SITE = 'https://shop.example/products?page=2';
@@ -84,6 +86,26 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
       ok: true,
       agent: { agent_id: agent.agent_id, name: 'Signing agent', owner_email_verified: false, active: true, issuer: server.issuer, keyid: agent.kid },
     });
+  });
+
+  it('Cloudflare and our kit verify a request signed by our Python SDK', async () => {
+    const agent = await signingAgent('Python agent');
+    const script = [
+      'import json, sys',
+      'from agent_auth import RequestSigningKey',
+      'key, issuer, url = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]',
+      'print(json.dumps(RequestSigningKey(key, issuer=issuer).headers(url)))',
+    ].join('\n');
+    const child = spawn(process.env.PYTHON ?? 'python3', ['-c', script, JSON.stringify(agent.privateJwk), server.issuer, SITE], {
+      cwd: `${repoRoot}/sdk/python`,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const run = await finished(child);
+    expect(run.code, run.stderr).toBe(0);
+    const signed = new Request(SITE, { headers: JSON.parse(run.stdout) });
+    const served = (await directory()).keys.find((k) => (k as { kid?: string }).kid === agent.kid)!;
+    await expect(verify(signed, await verifierFromJWK(served))).resolves.toBeUndefined();
+    expect(await kit.verify(signed)).toMatchObject({ ok: true, agent: { agent_id: agent.agent_id, name: 'Python agent' } });
   });
 
   it('our kit accepts a request Cloudflare’s signer made with a key registered at agent-auth', async () => {
