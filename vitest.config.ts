@@ -22,6 +22,7 @@ const storeIndependent = [
   'test/interop/**',
   'test/web-bot-auth/interop.test.ts',
   'test/web-bot-auth/cli-signing-keys.test.ts',
+  'test/web-bot-auth/readme-signed-requests.test.ts',
   'test/console/console-browser.test.ts',
   'test/logout/example-website-logout.test.ts',
   'test/pages/pages.test.ts',

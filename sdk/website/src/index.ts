@@ -4,6 +4,7 @@ export {
   type SignedRequestParts,
   webBotAuthExpress,
   webBotAuthFastify,
+  webBotAuthOf,
   type WebBotAuthMiddlewareOptions,
   type WebBotAuthOptions,
   type WebBotAuthRefusal,

@@ -257,6 +257,9 @@ type Verifier = ReturnType<typeof webBotAuthVerifier>;
 /** Options of the middlewares: the verifier's, and whether an unsigned or refused request is turned away (401). */
 export type WebBotAuthMiddlewareOptions = WebBotAuthOptions & { required?: boolean };
 
+/** The result a middleware left on a request (Fastify's `request` or Node's `req`), typed without augmenting the framework's types. */
+export const webBotAuthOf = (request: object): WebBotAuthResult | undefined => (request as { webBotAuth?: WebBotAuthResult }).webBotAuth;
+
 const refusalBody = (result: Extract<WebBotAuthResult, { ok: false }>) => ({ error: result.reason, error_description: result.description });
 
 /** A Node request's parts: the URL from its Host header (the authority the client signed for). */
