@@ -4,10 +4,13 @@ import { type Component, signatureHeaders as httpsigHeaders } from 'http-message
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signatureHeaders, verify } from 'web-bot-auth';
 import { Ed25519Signer, verifierFromJWK } from 'web-bot-auth/crypto';
-import { signRequest } from '@agent-auth/agent';
+import { signedFetch, signRequest } from '@agent-auth/agent';
 import { webBotAuthVerifier, type WebBotAuthResult } from '@agent-auth/website/web-bot-auth';
+import { startWebsite } from '../../examples/website/server.js';
 import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
+import { cookiesOf, linkForm, mailedLink } from '../helpers/owner.js';
 import { finished, repoRoot } from '../helpers/process.js';
+import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
 
 const MAX_AGE = 1;
 const SITE = 'https://shop.example/products?page=2';
@@ -23,11 +26,13 @@ const refusal = (result: WebBotAuthResult) => (result.ok ? 'accepted' : result.r
 // our directory serves, and signs requests our website kit must accept.
 describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', () => {
   let server: ListeningServer;
+  let smtp: TestSmtp;
   const fetched: string[] = [];
   let kit: ReturnType<typeof webBotAuthVerifier>;
 
   beforeAll(async () => {
-    server = await startListeningServer({ SIGNING_KEYS_MAX_AGE_SECONDS: String(MAX_AGE) });
+    smtp = await startSmtp();
+    server = await startListeningServer({ SIGNING_KEYS_MAX_AGE_SECONDS: String(MAX_AGE), SMTP_URL: smtp.url });
     kit = webBotAuthVerifier({
       trustedIssuers: [server.issuer],
       refreshUnknownAfterSeconds: 0,
@@ -37,7 +42,10 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
       },
     });
   });
-  afterAll(() => server?.close());
+  afterAll(async () => {
+    await server?.close();
+    await smtp?.close();
+  });
 
   /** A new agent with a registered request-signing key (named `name`). */
   async function signingAgent(name = 'Signing agent') {
@@ -195,5 +203,26 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
     const took = Date.now() - pulled;
     expect(took).toBeLessThanOrEqual(MAX_AGE * 1000 + 500);
     expect(refusal(await kit.verify(await sign()))).toBe('unknown_key');
+  });
+
+  it('the example website shows "Signed by agent X (owner verified)" on a page an agent fetches signed', async () => {
+    // The owner proves their email with the link agent-auth mails them.
+    const page = await server.app.inject({ url: await mailedLink(server.app, smtp, 'shopper@example.com') });
+    const headers = { cookie: cookiesOf(page), origin: server.issuer };
+    expect((await server.app.inject({ method: 'POST', url: '/account/email-link/callback', headers, payload: linkForm(page.body) })).statusCode).toBe(303);
+    const agentId = (await server.adminCall('POST', '/admin/agents', { email: 'shopper@example.com', name: 'Errand runner' })).json.agent_id;
+    const key = ed25519();
+    expect((await server.adminCall('POST', `/admin/agents/${agentId}/signing-keys`, { jwk: key.jwk })).statusCode).toBe(201);
+    const client = await server.createClient();
+    const site = await startWebsite({ issuer: server.issuer, clientId: client.client_id, clientSecret: client.client_secret });
+    try {
+      const agentFetch = await signedFetch(key.privateKey, { issuer: server.issuer });
+      const html = await (await agentFetch(`${site.url}/signed`)).text();
+      expect(html).toContain('<p id="signed-by">Signed by agent <strong>Errand runner</strong> (owner verified)</p>');
+      expect(html).toContain(agentId);
+      expect(await (await fetch(`${site.url}/signed`)).text()).toContain('Not signed by an agent (missing_signature).');
+    } finally {
+      await site.close();
+    }
   });
 });
