@@ -311,10 +311,15 @@ function withAgentKeys(agents: Command): Command {
     const add = keys
       .command('add <agent>')
       .description('register a public key: from a JWK file, or a new key pair whose private half goes to --out')
-      .addOption(new Option('--jwk <file>', `a public JWK (${kind.algs.length > 1 ? 'Ed25519 or P-256' : 'Ed25519'}) in a file`).conflicts('generate'))
+      .addOption(
+        new Option('--jwk <file>', `a public JWK (${kind.algs.length > 1 ? 'Ed25519 or P-256' : 'Ed25519'}) in a file`).conflicts('generate'),
+      )
       .addOption(new Option('--generate', 'make a new key pair here; the private key is written to --out, never printed'))
       .addOption(
-        new Option('--out <file>', `with --generate: where to write the private key (${kind.format === 'pem' ? 'PKCS#8 PEM' : 'a private JWK'}, mode 0600)`),
+        new Option(
+          '--out <file>',
+          `with --generate: where to write the private key (${kind.format === 'pem' ? 'PKCS#8 PEM' : 'a private JWK'}, mode 0600)`,
+        ),
       );
     if (kind.algs.length > 1) {
       add.addOption(new Option('--alg <alg>', 'with --generate: EdDSA (Ed25519) or ES256 (P-256)').choices(kind.algs).default('EdDSA'));

@@ -16,9 +16,9 @@
  * directory: "Signed by agent X (owner verified)".
  */
 import { randomBytes } from 'node:crypto';
+import { webBotAuthFastify, webBotAuthOf, type WebBotAuthResult } from '@agent-auth/website/web-bot-auth';
 import fastifyCookie from '@fastify/cookie';
 import Fastify from 'fastify';
-import { webBotAuthFastify, webBotAuthOf, type WebBotAuthResult } from '@agent-auth/website/web-bot-auth';
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';
 import * as oauth from 'openid-client';
 import { escapeHtml, isMain } from '../shared/site.js';

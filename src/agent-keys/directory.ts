@@ -1,7 +1,7 @@
-import { calculateJwkThumbprint } from 'jose';
 import { byteSequence, type Component, contentDigest, serializeSignatureInput, signatureBase, WEB_BOT_AUTH } from '@agent-auth/agent/http-signatures';
-import type { Store } from '../store/index.js';
+import { calculateJwkThumbprint } from 'jose';
 import type { SigningKeyAgent } from '../store/agent-keys.js';
+import type { Store } from '../store/index.js';
 
 /**
  * The request-signing key directory (docs/protocol.md, "Signed agent requests"): the keys of every

@@ -122,7 +122,8 @@ async function kidOf(kind: KeyKind, jwk: Record<string, unknown>, publicJwk: Rec
   if (jwk.kid === undefined) return thumbprint;
   const given = kidSchema.safeParse(jwk.kid);
   if (!given.success) throw new InvalidRequest(`jwk kid ${given.error.issues[0].message}`);
-  if (!kind.namedKid && given.data !== thumbprint) throw new InvalidRequest(`jwk kid must be the key's RFC 7638 thumbprint (${thumbprint}) or absent`);
+  if (!kind.namedKid && given.data !== thumbprint)
+    throw new InvalidRequest(`jwk kid must be the key's RFC 7638 thumbprint (${thumbprint}) or absent`);
   return given.data;
 }
 
@@ -132,7 +133,8 @@ export async function addAgentKey({ store }: AgentKeyDeps, by: KeyActor, agentId
   const kid = await kidOf(kind, jwk, key.jwk);
   const added = await store.agentKeys.add(agentId, { kid, ...key }, kind.purpose);
   if (added === undefined) throw new NotFound(`no agent with id ${agentId}`);
-  if (added === 'duplicate') throw new Conflict('key_exists', `the agent already has a key with kid ${kid}, or another agent does (a key serves one agent and one purpose)`);
+  if (added === 'duplicate')
+    throw new Conflict('key_exists', `the agent already has a key with kid ${kid}, or another agent does (a key serves one agent and one purpose)`);
   if (added === 'full') throw new InvalidRequest(`an agent holds at most ${MAX_KEYS_PER_AGENT} keys of a kind: delete one first`);
   await store.auditLog.recordAction({ ...by, event: kind.added, agentId, detail: { kid: added.kid, alg: added.alg } });
   return { kid: added.kid, alg: added.alg, created_at: added.created_at };

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { kidSchema } from '../agent-keys/registration.js';
 import { signingKeyAgent } from '../agent-keys/directory.js';
+import { kidSchema } from '../agent-keys/registration.js';
 import { NotFound } from '../errors.js';
 import { errorResponses, UNAVAILABLE } from './responses.js';
 

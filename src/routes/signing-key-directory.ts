@@ -1,6 +1,6 @@
+import { WEB_BOT_AUTH } from '@agent-auth/agent/http-signatures';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { WEB_BOT_AUTH } from '@agent-auth/agent/http-signatures';
 import { directoryResponse } from '../agent-keys/directory.js';
 import { errorResponses, UNAVAILABLE } from './responses.js';
 

@@ -254,7 +254,9 @@ describe(`the operators' console (${storeName})`, () => {
       return (await op.get(res.headers.location as string, cookieHeader(res))).body;
     };
     const listed = async () =>
-      (await server.app.inject({ method: 'GET', url: '/.well-known/http-message-signatures-directory' })).json().keys.map((k: { kid: string }) => k.kid);
+      (await server.app.inject({ method: 'GET', url: '/.well-known/http-message-signatures-directory' }))
+        .json()
+        .keys.map((k: { kid: string }) => k.kid);
     expect((await op.get(page)).body).toContain('No request-signing keys');
 
     const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });

@@ -1,10 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { signRequest } from '@agent-auth/agent';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verify } from 'web-bot-auth';
 import { verifierFromJWK } from 'web-bot-auth/crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { signRequest } from '@agent-auth/agent';
 import { startLocalServer } from '../helpers/listening.js';
 import { finished, spawnBuilt } from '../helpers/process.js';
 

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { signedFetch, signRequest } from '@agent-auth/agent';
+import { type WebBotAuthResult,webBotAuthVerifier } from '@agent-auth/website/web-bot-auth';
 import { type Component, signatureHeaders as httpsigHeaders } from 'http-message-sig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signatureHeaders, verify } from 'web-bot-auth';
 import { Ed25519Signer, verifierFromJWK } from 'web-bot-auth/crypto';
-import { signedFetch, signRequest } from '@agent-auth/agent';
-import { webBotAuthVerifier, type WebBotAuthResult } from '@agent-auth/website/web-bot-auth';
 import { startWebsite } from '../../examples/website/server.js';
 import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { cookiesOf, linkForm, mailedLink } from '../helpers/owner.js';
@@ -55,7 +55,8 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
     const { kid } = (await server.adminCall('POST', `/admin/agents/${agent.agent_id}/signing-keys`, { jwk: key.jwk })).json;
     return { ...agent, ...key, kid: kid as string };
   }
-  const directory = async () => (await (await fetch(`${server.issuer}/.well-known/http-message-signatures-directory`)).json()) as { keys: JsonWebKey[] };
+  const directory = async () =>
+    (await (await fetch(`${server.issuer}/.well-known/http-message-signatures-directory`)).json()) as { keys: JsonWebKey[] };
   /** A request signed by Cloudflare's signer, with `params` and `components` as a test wants them. */
   async function cloudflareSigned(privateKey: KeyObject, params: { created?: Date; expires?: Date; components?: Component[] } = {}, url = SITE) {
     const headers = new Headers({ 'signature-agent': JSON.stringify(server.issuer) });
@@ -73,11 +74,15 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
 
   it('Cloudflare verifies a request signed by our SDK against the key our directory serves', async () => {
     const agent = await signingAgent();
-    const signed = await signRequest(new Request(SITE, { headers: { accept: 'text/html' } }), agent.privateJwk as JsonWebKey, { issuer: `${server.issuer}/` });
+    const signed = await signRequest(new Request(SITE, { headers: { accept: 'text/html' } }), agent.privateJwk as JsonWebKey, {
+      issuer: `${server.issuer}/`,
+    });
     expect(signed.headers.get('signature-agent')).toBe(`"${server.issuer}"`);
     const input = signed.headers.get('signature-input')!;
     expect(input).toMatch(
-      new RegExp(`^sig1=\\("@authority" "signature-agent"\\);created=(\\d+);expires=(\\d+);keyid="${agent.kid}";alg="ed25519";nonce="[A-Za-z0-9+/=]{88}";tag="web-bot-auth"$`),
+      new RegExp(
+        `^sig1=\\("@authority" "signature-agent"\\);created=(\\d+);expires=(\\d+);keyid="${agent.kid}";alg="ed25519";nonce="[A-Za-z0-9+/=]{88}";tag="web-bot-auth"$`,
+      ),
     );
     const [, created, expires] = /created=(\d+);expires=(\d+)/.exec(input)!;
     expect(Number(expires) - Number(created)).toBe(300);
@@ -87,7 +92,9 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
     // A KeyObject and a CryptoKey sign alike.
     const cryptoKey = await crypto.subtle.importKey('jwk', agent.privateJwk as JsonWebKey, { name: 'Ed25519' }, false, ['sign']);
     for (const key of [agent.privateKey, cryptoKey]) {
-      await expect(verify(await signRequest(new Request(SITE), key, { issuer: server.issuer }), await verifierFromJWK(served))).resolves.toBeUndefined();
+      await expect(
+        verify(await signRequest(new Request(SITE), key, { issuer: server.issuer }), await verifierFromJWK(served)),
+      ).resolves.toBeUndefined();
     }
     // And our kit agrees, naming the agent.
     expect(await kit.verify(signed)).toEqual({
@@ -125,17 +132,20 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
   it('refuses expired and future signatures, another tag, one that does not cover @authority, and a replay on another host', async () => {
     const agent = await signingAgent();
     const now = Date.now();
-    expect(refusal(await kit.verify(await cloudflareSigned(agent.privateKey, { created: new Date(now - 600_000), expires: new Date(now - 300_000) })))).toBe(
-      'expired',
-    );
-    expect(refusal(await kit.verify(await cloudflareSigned(agent.privateKey, { created: new Date(now + 300_000), expires: new Date(now + 600_000) })))).toBe(
-      'not_yet_valid',
-    );
+    expect(
+      refusal(await kit.verify(await cloudflareSigned(agent.privateKey, { created: new Date(now - 600_000), expires: new Date(now - 300_000) }))),
+    ).toBe('expired');
+    expect(
+      refusal(await kit.verify(await cloudflareSigned(agent.privateKey, { created: new Date(now + 300_000), expires: new Date(now + 600_000) }))),
+    ).toBe('not_yet_valid');
     expect(refusal(await kit.verify(await cloudflareSigned(agent.privateKey, { components: ['signature-agent'] })))).toBe('missing_components');
     // Covering @authority alone while sending Signature-Agent leaves the directory's name unsigned.
     const unsignedAgent = await cloudflareSigned(agent.privateKey);
     const withoutAgent = new Request(SITE, {
-      headers: { ...Object.fromEntries(unsignedAgent.headers), 'signature-input': unsignedAgent.headers.get('signature-input')!.replace(' "signature-agent"', '') },
+      headers: {
+        ...Object.fromEntries(unsignedAgent.headers),
+        'signature-input': unsignedAgent.headers.get('signature-input')!.replace(' "signature-agent"', ''),
+      },
     });
     expect(refusal(await kit.verify(withoutAgent))).toBe('missing_components');
 
@@ -163,7 +173,10 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
     expect(refusal(await pinned.verify(signed))).toBe('wrong_authority');
     // A signature changed in one bit.
     const tampered = new Headers(signed.headers);
-    tampered.set('signature', signed.headers.get('signature')!.replace(/:(.)/, (_, c: string) => `:${c === 'A' ? 'B' : 'A'}`));
+    tampered.set(
+      'signature',
+      signed.headers.get('signature')!.replace(/:(.)/, (_, c: string) => `:${c === 'A' ? 'B' : 'A'}`),
+    );
     expect(refusal(await kit.verify(new Request(SITE, { headers: tampered })))).toBe('bad_signature');
   });
 
@@ -175,7 +188,9 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
     expect(fetched).toEqual([]);
     // A directory elsewhere that lists the key is no help either.
     const elsewhere = webBotAuthVerifier({ trustedIssuers: ['http://127.0.0.1:9'] });
-    expect(refusal(await elsewhere.verify(await signRequest(new Request(SITE), agent.privateKey, { issuer: server.issuer })))).toBe('untrusted_directory');
+    expect(refusal(await elsewhere.verify(await signRequest(new Request(SITE), agent.privateKey, { issuer: server.issuer })))).toBe(
+      'untrusted_directory',
+    );
   });
 
   it('refuses the key of a deactivated agent once the directory’s max-age has passed, and the kill switch within that bound', async () => {
@@ -209,7 +224,9 @@ describe('signed agent requests with Cloudflare’s web-bot-auth as the peer', (
     // The owner proves their email with the link agent-auth mails them.
     const page = await server.app.inject({ url: await mailedLink(server.app, smtp, 'shopper@example.com') });
     const headers = { cookie: cookiesOf(page), origin: server.issuer };
-    expect((await server.app.inject({ method: 'POST', url: '/account/email-link/callback', headers, payload: linkForm(page.body) })).statusCode).toBe(303);
+    expect((await server.app.inject({ method: 'POST', url: '/account/email-link/callback', headers, payload: linkForm(page.body) })).statusCode).toBe(
+      303,
+    );
     const agentId = (await server.adminCall('POST', '/admin/agents', { email: 'shopper@example.com', name: 'Errand runner' })).json.agent_id;
     const key = ed25519();
     expect((await server.adminCall('POST', `/admin/agents/${agentId}/signing-keys`, { jwk: key.jwk })).statusCode).toBe(201);

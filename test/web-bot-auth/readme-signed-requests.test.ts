@@ -52,7 +52,9 @@ describe(`the README's "Signed agent requests", run as written`, { timeout: 180_
     expect(lines).toHaveLength(2);
     for (const line of lines) {
       const args = line.replace('npx agent-auth ', '').replace('agent_…', agent.agent_id).split(' ');
-      const res = await finished(spawnBuilt('cli', ['--url', adminUrl, ...args.map((a) => (a === 'signing-key.jwk' ? join(dir, a) : a))], { ADMIN_TOKEN }));
+      const res = await finished(
+        spawnBuilt('cli', ['--url', adminUrl, ...args.map((a) => (a === 'signing-key.jwk' ? join(dir, a) : a))], { ADMIN_TOKEN }),
+      );
       expect(res.code, res.stderr).toBe(0);
     }
 
@@ -83,7 +85,10 @@ describe(`the README's "Signed agent requests", run as written`, { timeout: 180_
     expect(tsRun.stdout).toBe('signed by agent README agent (owner not verified)\n\n');
 
     const pyRun = await finished(
-      spawn(process.env.PYTHON ?? 'python3', ['-c', python], { cwd: repoRoot, env: { ...env, PYTHONPATH: 'sdk/python', PYTHONDONTWRITEBYTECODE: '1' } }),
+      spawn(process.env.PYTHON ?? 'python3', ['-c', python], {
+        cwd: repoRoot,
+        env: { ...env, PYTHONPATH: 'sdk/python', PYTHONDONTWRITEBYTECODE: '1' },
+      }),
     );
     expect(pyRun.code, pyRun.stderr).toBe(0);
     expect(pyRun.stdout).toBe('signed by agent README agent (owner not verified)\n\n');

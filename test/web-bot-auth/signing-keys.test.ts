@@ -11,7 +11,10 @@ const fresh = () => `owner-${Math.random().toString(36).slice(2)}@example.com`;
 
 function ed25519() {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  return { privateJwk: privateKey.export({ format: 'jwk' }) as Record<string, string>, jwk: publicKey.export({ format: 'jwk' }) as Record<string, string> };
+  return {
+    privateJwk: privateKey.export({ format: 'jwk' }) as Record<string, string>,
+    jwk: publicKey.export({ format: 'jwk' }) as Record<string, string>,
+  };
 }
 
 describe(`request-signing keys: registration, directory and lookup (${storeName})`, () => {
@@ -96,7 +99,9 @@ describe(`request-signing keys: registration, directory and lookup (${storeName}
     expect(res.headers['content-digest']).toBe(`sha-256=:${createHash('sha256').update(res.rawPayload).digest('base64')}:`);
     const input = String(res.headers['signature-input']);
     expect(input).toMatch(
-      new RegExp(`^sig1=\\("@authority";req "content-digest"\\);created=\\d+;expires=\\d+;keyid="${keys[0].kid}";alg="ed25519";tag="http-message-signatures-directory"$`),
+      new RegExp(
+        `^sig1=\\("@authority";req "content-digest"\\);created=\\d+;expires=\\d+;keyid="${keys[0].kid}";alg="ed25519";tag="http-message-signatures-directory"$`,
+      ),
     );
     const base = `"@authority";req: auth.example\n"content-digest": ${res.headers['content-digest']}\n"@signature-params": ${input.slice('sig1='.length)}`;
     const signature = Buffer.from(/^sig1=:(.+):$/.exec(String(res.headers.signature))![1], 'base64');

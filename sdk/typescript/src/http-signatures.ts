@@ -77,7 +77,10 @@ function componentValue(message: MessageParts, component: Component): string | u
     default:
       if (component.name.startsWith('@')) return undefined;
       // RFC 9421 §2.1: the field's values, trimmed, obsolete line folding replaced by a space.
-      return message.header(component.name)?.trim().replace(/\s*\r?\n\s*/g, ' ');
+      return message
+        .header(component.name)
+        ?.trim()
+        .replace(/\s*\r?\n\s*/g, ' ');
   }
 }
 

@@ -42,8 +42,8 @@ export {
   parseSignature,
   parseSignatureInput,
   parseStringField,
-  signatureBase,
   serializeSignatureInput,
+  signatureBase,
   WEB_BOT_AUTH,
 } from './http-signatures.js';
 export { findRequestId, type PageLike, readRequestId, type ReadRequestIdOptions } from './page.js';
@@ -57,4 +57,4 @@ export {
   type SignInError,
   type SignInStatus,
 } from './protocol.js';
-export { requestSigner, type RequestSigner, type RequestSigningKey, signedFetch, signRequest, type SignRequestOptions } from './signed-requests.js';
+export { type RequestSigner, requestSigner, type RequestSigningKey, signedFetch, signRequest, type SignRequestOptions } from './signed-requests.js';

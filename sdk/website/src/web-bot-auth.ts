@@ -1,13 +1,13 @@
-import { createPublicKey, createHash, type KeyObject, verify as verifySignature } from 'node:crypto';
+import { createHash, createPublicKey, type KeyObject, verify as verifySignature } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   type Component,
   contentDigest,
   type MessageParts,
+  type ParsedSignatureInput,
   parseSignature,
   parseSignatureInput,
   parseStringField,
-  type ParsedSignatureInput,
   signatureBase,
   WEB_BOT_AUTH,
 } from '@agent-auth/agent/http-signatures';
@@ -295,7 +295,11 @@ export function webBotAuthFastify(options: WebBotAuthMiddlewareOptions, verifier
  * without a valid signature gets 401 `{error: <reason>, error_description}`.
  */
 export function webBotAuthExpress(options: WebBotAuthMiddlewareOptions, verifier: Verifier = webBotAuthVerifier(options)) {
-  return (request: IncomingMessage & { protocol?: string; webBotAuth?: WebBotAuthResult }, response: ServerResponse, next: (err?: unknown) => void) => {
+  return (
+    request: IncomingMessage & { protocol?: string; webBotAuth?: WebBotAuthResult },
+    response: ServerResponse,
+    next: (err?: unknown) => void,
+  ) => {
     verifier.verify(nodeRequestParts(request, request.protocol)).then((result) => {
       request.webBotAuth = result;
       if (!options.required || result.ok) return next();
