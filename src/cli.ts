@@ -271,13 +271,14 @@ function readPublicJwk(file: string): Row {
 }
 
 /**
- * A new key pair: the private key written to `out` as PKCS#8 PEM with mode 0600 (never over an
- * existing file), the public half returned for registration.
+ * A new key pair: the private key written to `out` (PKCS#8 PEM, or a JWK) with mode 0600 (never over
+ * an existing file), the public half returned for registration.
  */
-function generateKey(alg: keyof typeof KEY_TYPES, out: string): { jwk: Row; forget: () => void } {
+function generateKey(alg: keyof typeof KEY_TYPES, out: string, format: 'pem' | 'jwk'): { jwk: Row; forget: () => void } {
   const { privateKey, publicKey } = KEY_TYPES[alg]();
+  const text = format === 'pem' ? privateKey.export({ format: 'pem', type: 'pkcs8' }) : `${JSON.stringify(privateKey.export({ format: 'jwk' }))}\n`;
   try {
-    writeFileSync(out, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600, flag: 'wx' });
+    writeFileSync(out, text, { mode: 0o600, flag: 'wx' });
   } catch (err) {
     throw new CliError(`cannot write the private key to ${out}: ${(err as Error).message}`);
   }
@@ -291,21 +292,50 @@ function gitWorkTreeOf(file: string): string | undefined {
     if (dirname(dir) === dir) return undefined;
   }
 }
+/** The two kinds of agent keys (docs/protocol.md, "Agent assertions", "Signed agent requests"), each a command. */
+const KEY_COMMANDS = [
+  {
+    name: 'keys',
+    description: "an agent's public keys, for signing in with an assertion instead of its secret",
+    algs: ['EdDSA', 'ES256'] as (keyof typeof KEY_TYPES)[],
+    format: 'pem' as const,
+    remove: 'delete',
+    removed: 'assertions it signs are refused from now on',
+  },
+  {
+    name: 'signing-keys',
+    description: "an agent's request-signing keys (Ed25519), for Web Bot Auth signatures on its HTTP requests",
+    algs: ['EdDSA'] as (keyof typeof KEY_TYPES)[],
+    format: 'jwk' as const,
+    remove: 'remove',
+    removed: 'requests it signs are refused once websites reread the directory',
+  },
+];
 
 function withAgentKeys(agents: Command): Command {
-  const keys = agents.command('keys').description("an agent's public keys, for signing in with an assertion instead of its secret");
-  const path = (id: string, kid?: string) => `/agents/${segment(id)}/keys${kid === undefined ? '' : `/${segment(kid)}`}`;
-  keys
-    .command('add <agent>')
-    .description('register a public key: from a JWK file, or a new key pair whose private half goes to --out')
-    .addOption(new Option('--jwk <file>', 'a public JWK (Ed25519 or P-256) in a file').conflicts('generate'))
-    .addOption(new Option('--generate', 'make a new key pair here; the private key is written to --out, never printed'))
-    .addOption(new Option('--out <file>', 'with --generate: where to write the private key (PKCS#8 PEM, mode 0600)'))
-    .addOption(new Option('--alg <alg>', 'with --generate: EdDSA (Ed25519) or ES256 (P-256)').choices(Object.keys(KEY_TYPES)).default('EdDSA'))
-    .action(async (agent: string, options: { jwk?: string; generate?: boolean; out?: string; alg: keyof typeof KEY_TYPES }, c: Command) => {
+  for (const kind of KEY_COMMANDS) {
+    const keys = agents.command(kind.name).description(kind.description);
+    const path = (id: string, kid?: string) => `/agents/${segment(id)}/${kind.name}${kid === undefined ? '' : `/${segment(kid)}`}`;
+    const add = keys
+      .command('add <agent>')
+      .description('register a public key: from a JWK file, or a new key pair whose private half goes to --out')
+      .addOption(
+        new Option('--jwk <file>', `a public JWK (${kind.algs.length > 1 ? 'Ed25519 or P-256' : 'Ed25519'}) in a file`).conflicts('generate'),
+      )
+      .addOption(new Option('--generate', 'make a new key pair here; the private key is written to --out, never printed'))
+      .addOption(
+        new Option(
+          '--out <file>',
+          `with --generate: where to write the private key (${kind.format === 'pem' ? 'PKCS#8 PEM' : 'a private JWK'}, mode 0600)`,
+        ),
+      );
+    if (kind.algs.length > 1) {
+      add.addOption(new Option('--alg <alg>', 'with --generate: EdDSA (Ed25519) or ES256 (P-256)').choices(kind.algs).default('EdDSA'));
+    }
+    add.action(async (agent: string, options: { jwk?: string; generate?: boolean; out?: string; alg?: keyof typeof KEY_TYPES }, c: Command) => {
       if (!options.jwk && !options.generate) throw new CliError('give --jwk FILE, or --generate --out FILE');
       if (options.generate && !options.out) throw new CliError('--generate needs --out FILE for the private key');
-      const generated = options.generate ? generateKey(options.alg, options.out!) : undefined;
+      const generated = options.generate ? generateKey(options.alg ?? 'EdDSA', options.out!, kind.format) : undefined;
       let added: Row;
       try {
         added = (await request(globals(c), 'POST', path(agent), { jwk: generated?.jwk ?? readPublicJwk(options.jwk!) })) as Row;
@@ -324,20 +354,21 @@ function withAgentKeys(agents: Command): Command {
         );
       }
     });
-  keys
-    .command('list <agent>')
-    .description("list an agent's keys")
-    .action(async (agent: string, _options, c: Command) => {
-      const data = (await request(globals(c), 'GET', path(agent))) as { keys: Row[] };
-      print(c, data, ({ keys: rows }) => printTable(rows, ['kid', 'alg', 'created_at', 'last_used_at']));
-    });
-  keys
-    .command('delete <agent> <kid>')
-    .description('delete a key: assertions it signs are refused from now on')
-    .action(async (agent: string, kid: string, _options, c: Command) => {
-      await request(globals(c), 'DELETE', path(agent, kid));
-      print(c, { deleted: kid }, () => console.log(`deleted key ${show(kid)}`));
-    });
+    keys
+      .command('list <agent>')
+      .description(`list an agent's ${kind.name}`)
+      .action(async (agent: string, _options, c: Command) => {
+        const data = (await request(globals(c), 'GET', path(agent))) as { keys: Row[] };
+        print(c, data, ({ keys: rows }) => printTable(rows, ['kid', 'alg', 'created_at', 'last_used_at']));
+      });
+    keys
+      .command(`${kind.remove} <agent> <kid>`)
+      .description(`${kind.remove} a key: ${kind.removed}`)
+      .action(async (agent: string, kid: string, _options, c: Command) => {
+        await request(globals(c), 'DELETE', path(agent, kid));
+        print(c, { deleted: kid }, () => console.log(`deleted key ${show(kid)}`));
+      });
+  }
   return agents;
 }
 

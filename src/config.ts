@@ -310,6 +310,15 @@ const envSchema = z.object({
         'Longest time an instance serves a cached grant or client from memory before reading it again, at most 10. Notifications make revocation immediate; this bounds what a failure that loses them unnoticed could cost (see [Grant cache](#grant-cache)).',
       ),
     ),
+  SIGNING_KEYS_MAX_AGE_SECONDS: seconds
+    .max(3600)
+    .default(60)
+    .meta(
+      about(
+        'How long websites may cache the request-signing key directory and key lookups (`Cache-Control: max-age`); a revoked key may work that long.',
+        'The `max-age` of `/.well-known/http-message-signatures-directory` and `/api/agents/by-signing-key/:kid`, at most 3600: a website keeps their answers this long, so a deactivated or kill-switched agent\'s signed requests pass at most this long after the switch (docs/protocol.md, "Signed agent requests").',
+      ),
+    ),
   TRUST_PROXY: trustProxy
     .default(false)
     .meta(
@@ -540,6 +549,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     auditRetentionWithoutAgentDays: e.AUDIT_RETENTION_WITHOUT_AGENT_DAYS,
     grantCacheSize: e.GRANT_CACHE_SIZE,
     grantCacheMaxAgeSeconds: e.GRANT_CACHE_MAX_AGE_SECONDS,
+    signingKeysMaxAgeSeconds: e.SIGNING_KEYS_MAX_AGE_SECONDS,
     trustProxy: e.TRUST_PROXY,
     adminTrustProxy: e.ADMIN_TRUST_PROXY,
     redisUrl: e.REDIS_URL,

@@ -66,6 +66,12 @@ export function createMetrics() {
       labelNames: ['outcome'] as const,
       registers,
     }),
+    signingKeyReads: new Counter({
+      name: 'agent_auth_signing_key_reads_total',
+      help: 'Reads of the request-signing keys by websites: directory (the key directory), lookup_found and lookup_unknown (who holds a key, by kid)',
+      labelNames: ['read'] as const,
+      registers,
+    }),
     rateLimitHits: new Counter({
       name: 'agent_auth_rate_limit_hits_total',
       help: 'Requests refused with 429, by limiter',

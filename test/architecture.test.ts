@@ -68,7 +68,7 @@ const STORE_SLICES: Record<string, string[]> = {
   // The portal: the owner's own settings and sessions; everything else through src/owners.
   account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals', 'agentKeys'],
   // The rules of a key and its registration, which the audit log records with who acted.
-  'agent-keys': ['agentKeys', 'auditLog'],
+  'agent-keys': ['agentKeys', 'auditLog', 'serverKeys'],
   flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
   tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
   owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners', 'agents'],

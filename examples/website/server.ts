@@ -11,8 +11,12 @@
  * ID token's `sid` with its session; register http://localhost:8080/backchannel-logout as the
  * website's backchannel_logout_uri, and the session ends when agent-auth says the grant ended
  * (a revocation by the agent's owner or an operator): back-channel logout.
+ *
+ * GET /signed says which agent signed the request (Web Bot Auth), checked against agent-auth's key
+ * directory: "Signed by agent X (owner verified)".
  */
 import { randomBytes } from 'node:crypto';
+import { webBotAuthFastify, webBotAuthOf, type WebBotAuthResult } from '@agent-auth/website/web-bot-auth';
 import fastifyCookie from '@fastify/cookie';
 import Fastify from 'fastify';
 import { createRemoteJWKSet, type JWTPayload, jwtVerify } from 'jose';
@@ -69,6 +73,18 @@ function home(issuer: string, session: Session | undefined) {
   return page(issuer, `${failure}${signInWithAgent('a', 'id="sign-in" href="/login"')}`);
 }
 
+/** Who signed the request, as the website kit found it. */
+function signedPage(issuer: string, result: WebBotAuthResult | undefined) {
+  if (!result?.ok) return page(issuer, `<p id="unsigned">Not signed by an agent (${escapeHtml(result?.reason ?? 'missing_signature')}).</p>`);
+  const { agent } = result;
+  const owner = agent.owner_email_verified ? 'owner verified' : 'owner not verified';
+  return page(
+    issuer,
+    `<p id="signed-by">Signed by agent <strong>${escapeHtml(agent.name ?? agent.agent_id)}</strong> (${owner})</p>
+<p>Agent id: <code id="agent-id">${escapeHtml(agent.agent_id)}</code></p>`,
+  );
+}
+
 const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
 /**
@@ -110,6 +126,11 @@ export async function startWebsite(options: WebsiteOptions): Promise<RunningWebs
   }
 
   app.get('/', async (request, reply) => reply.type('text/html').send(home(issuer, sessionOf(request.cookies))));
+
+  // Signed agent requests: any page may ask who signed it; this one shows the answer.
+  app.get('/signed', { preHandler: webBotAuthFastify({ trustedIssuers: [issuer] }) }, async (request, reply) =>
+    reply.type('text/html').send(signedPage(issuer, webBotAuthOf(request))),
+  );
 
   app.get('/login', async (_request, reply) => {
     const codeVerifier = oauth.randomPKCECodeVerifier();

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { listAgentKeys } from '../agent-keys/registration.js';
+import { listAgentKeys, REQUEST_SIGNING_KEYS } from '../agent-keys/registration.js';
 import { NotFound } from '../errors.js';
 import { sharedInWords } from '../oauth/scopes.js';
 import { ownAgent } from '../owners/agents.js';
@@ -35,12 +35,16 @@ export default async function agentPages(app: FastifyInstance) {
       services.store.owners.settings(request.owner.user_id),
     ]);
     // Read once the agent is known to be the owner's.
-    const keys = await listAgentKeys(services, agent.agent_id);
+    const [keys, signingKeys] = await Promise.all([
+      listAgentKeys(services, agent.agent_id),
+      listAgentKeys(services, agent.agent_id, REQUEST_SIGNING_KEYS),
+    ]);
     return renderAccount(request, reply, 'agent', {
       title: agent.name ?? 'Unnamed agent',
       nav: 'agents',
       agent,
       keys,
+      signingKeys,
       policies: POLICY_CHOICES,
       shares: sharedInWords,
       ownerPolicy: settings?.approval_policy ?? 'never',

@@ -67,6 +67,8 @@ const SENTENCES: Record<AuditEvent, (n: Names, row: HistoryRow) => string> = {
   agent_deleted: (n) => `${n.who} deleted ${n.agent}`,
   agent_key_added: (n) => `${n.who} added a key to ${n.agent}`,
   agent_key_deleted: (n) => `${n.who} removed a key of ${n.agent}`,
+  signing_key_added: (n) => `${n.who} added a request-signing key to ${n.agent}`,
+  signing_key_deleted: (n) => `${n.who} removed a request-signing key of ${n.agent}`,
   client_created: (n) => `${n.website} was registered`,
   client_updated: (n) => `${n.website} was changed`,
   client_secret_rotated: (n) => `${n.website} got a new secret`,

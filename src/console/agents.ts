@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { agentCreate, agentPatch } from '../admin/agents.js';
 import { found, revokeGrants } from '../admin/grants.js';
 import { recordAdminAction } from '../admin/resource.js';
-import { addAgentKey, deleteAgentKey, kidSchema, listAgentKeys } from '../agent-keys/registration.js';
+import { addAgentKey, ASSERTION_KEYS, deleteAgentKey, kidSchema, listAgentKeys, REQUEST_SIGNING_KEYS } from '../agent-keys/registration.js';
 import { OAuthError } from '../errors.js';
 import { agentRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
@@ -42,6 +42,7 @@ export default async function agentPages(app: FastifyInstance) {
       nav: 'agents',
       agent,
       keys: await listAgentKeys(app.services, id),
+      signingKeys: await listAgentKeys(app.services, id, REQUEST_SIGNING_KEYS),
       grants: await grantGroups(app.services.store, (await grantAdmin.ofAgent(id)) ?? []),
     });
   });
@@ -79,29 +80,40 @@ export default async function agentPages(app: FastifyInstance) {
     }
   };
 
-  app.post('/agents/:id/keys', page, async (request, reply) => {
-    const id = idParam(request, 'agent');
-    const back = `/console/agents/${id}`;
-    let jwk: unknown;
-    try {
-      jwk = JSON.parse(form(request).jwk ?? '');
-    } catch {
-      throw new FormProblem('public key: paste a JWK, a JSON object such as {"kty":"OKP","crv":"Ed25519","x":"…"}', back);
-    }
-    if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw new FormProblem('public key: a JWK is a JSON object', back);
-    let kid = '';
-    await keyAction(back, async () => ({ kid } = await addAgentKey(app.services, { actor: 'admin' }, id, jwk as Record<string, unknown>)));
-    return redirectWith(request, reply, back, { notice: `Key ${kid} added: the agent can sign in with it now.` });
-  });
+  // Both kinds of key, each with what its addition and deletion change for the agent.
+  const kinds = [
+    { kind: ASSERTION_KEYS, added: 'the agent can sign in with it now', deleted: 'assertions it signs are refused from now on' },
+    {
+      kind: REQUEST_SIGNING_KEYS,
+      added: 'the directory lists it now, and websites accept the requests it signs',
+      deleted: 'websites refuse the requests it signs once they reread the directory',
+    },
+  ];
+  for (const { kind, added, deleted } of kinds) {
+    app.post(`/agents/:id/${kind.path}`, page, async (request, reply) => {
+      const id = idParam(request, 'agent');
+      const back = `/console/agents/${id}`;
+      let jwk: unknown;
+      try {
+        jwk = JSON.parse(form(request).jwk ?? '');
+      } catch {
+        throw new FormProblem('public key: paste a JWK, a JSON object such as {"kty":"OKP","crv":"Ed25519","x":"…"}', back);
+      }
+      if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) throw new FormProblem('public key: a JWK is a JSON object', back);
+      let kid = '';
+      await keyAction(back, async () => ({ kid } = await addAgentKey(app.services, { actor: 'admin' }, id, jwk as Record<string, unknown>, kind)));
+      return redirectWith(request, reply, back, { notice: `Key ${kid} added: ${added}.` });
+    });
 
-  app.post('/agents/:id/keys/:kid/delete', page, async (request, reply) => {
-    const id = idParam(request, 'agent');
-    const back = `/console/agents/${id}`;
-    const kid = kidSchema.safeParse((request.params as { kid: string }).kid);
-    if (!kid.success) throw new FormProblem('unknown key', back);
-    await keyAction(back, () => deleteAgentKey(app.services, { actor: 'admin' }, id, kid.data));
-    return redirectWith(request, reply, back, { notice: `Key ${kid.data} deleted: assertions it signs are refused from now on.` });
-  });
+    app.post(`/agents/:id/${kind.path}/:kid/delete`, page, async (request, reply) => {
+      const id = idParam(request, 'agent');
+      const back = `/console/agents/${id}`;
+      const kid = kidSchema.safeParse((request.params as { kid: string }).kid);
+      if (!kid.success) throw new FormProblem('unknown key', back);
+      await keyAction(back, () => deleteAgentKey(app.services, { actor: 'admin' }, id, kid.data, kind));
+      return redirectWith(request, reply, back, { notice: `Key ${kid.data} deleted: ${deleted}.` });
+    });
+  }
 
   app.post('/agents/:id/secret-enabled', page, async (request, reply) => {
     const id = idParam(request, 'agent');

@@ -25,6 +25,8 @@ export const AUDIT_EVENTS = [
   'agent_deleted',
   'agent_key_added',
   'agent_key_deleted',
+  'signing_key_added',
+  'signing_key_deleted',
   'client_created',
   'client_updated',
   'client_secret_rotated',

@@ -35,18 +35,21 @@ export type RevocationLevel = 'grant' | 'agent' | 'user' | 'client' | 'website' 
 
 // Who is revoked at each level (found by the keys: an id, the email for a user, the agent and client
 // ids for a website), which of their grants end, and which sign-ins in flight (requests and unspent
-// codes, both have agent_id and client_id) end with them.
-const LEVELS: Record<RevocationLevel, { owner: string; which: string; inFlight?: string }> = {
+// codes, both have agent_id and client_id) end with them; at an agent's or an owner's level, the kill
+// switch also withdraws the request-signing keys of those agents (docs/protocol.md, "Signed agent requests").
+const LEVELS: Record<RevocationLevel, { owner: string; which: string; inFlight?: string; killsSigning?: true }> = {
   grant: { owner: `SELECT id FROM grants WHERE id = $1`, which: 'id IN (SELECT id FROM owner)' },
   agent: {
     owner: `SELECT id FROM agents WHERE id = $1`,
     which: 'agent_id IN (SELECT id FROM owner)',
     inFlight: `agent_id IN (SELECT id FROM owner)`,
+    killsSigning: true,
   },
   user: {
     owner: `SELECT id FROM users WHERE lower(email) = lower($1)`,
     which: 'user_id IN (SELECT id FROM owner)',
     inFlight: `agent_id IN (SELECT a.id FROM agents a JOIN owner ON owner.id = a.user_id)`,
+    killsSigning: true,
   },
   // A website's requests end whether or not an agent has come yet.
   client: {
@@ -63,6 +66,7 @@ const LEVELS: Record<RevocationLevel, { owner: string; which: string; inFlight?:
     owner: `SELECT id FROM users WHERE id = $1`,
     which: 'user_id IN (SELECT id FROM owner)',
     inFlight: `agent_id IN (SELECT a.id FROM agents a JOIN owner ON owner.id = a.user_id)`,
+    killsSigning: true,
   },
 };
 
@@ -159,6 +163,9 @@ export function createGrantAdminStore(db: Db) {
         const { rows } = await tx.query<{ found: boolean }>(`WITH owner AS (${owner}) SELECT EXISTS (SELECT 1 FROM owner) AS found`, [keys[0]]);
         if (!rows[0].found) return undefined;
         await endSignInsInFlight(tx, level, keys);
+        // A kill switch stops the agents' signed requests too: their keys leave the directory with the grants.
+        const { inFlight, killsSigning } = LEVELS[level];
+        if (killsSigning) await tx.query(`WITH owner AS (${owner}) DELETE FROM agent_keys WHERE purpose = 'request-signing' AND ${inFlight}`, keys);
         return endGrants(tx, { with: `owner AS (${owner})`, which, params: keys, reason });
       });
     },

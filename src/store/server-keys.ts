@@ -23,6 +23,9 @@ export function createServerKeyStore(db: Queryable) {
     /** The HS256 secret kept in the store, `candidate` if none was kept yet. */
     jwtSecret: (candidate: string) => keep('jwt-default', 'jwt', candidate),
 
+    /** The private JWK (JSON) that signs the request-signing key directory's responses, `candidate` if none was kept yet. */
+    directoryKey: (candidate: string) => keep('http-message-signatures-directory', 'ed25519-private-jwk', candidate),
+
     /** The SHA-256 digest of the deployment's generated admin token (never the token), `candidate` if none was kept yet. */
     adminTokenDigest: (candidate: string) => keep('admin-token', 'admin-token-sha256', candidate),
 

@@ -244,6 +244,36 @@ describe(`the operators' console (${storeName})`, () => {
     ]);
   });
 
+  it("adds and deletes an agent's request-signing keys, which the directory then lists and drops", async () => {
+    const op = await operator(server);
+    const agent = await server.createAgent();
+    const page = `/console/agents/${agent.agent_id}`;
+    const act = async (url: string, fields: Record<string, string>) => {
+      const res = await op.post(url, fields);
+      expect(res.statusCode).toBe(303);
+      return (await op.get(res.headers.location as string, cookieHeader(res))).body;
+    };
+    const listed = async () =>
+      (await server.app.inject({ method: 'GET', url: '/.well-known/http-message-signatures-directory' }))
+        .json()
+        .keys.map((k: { kid: string }) => k.kid);
+    expect((await op.get(page)).body).toContain('No request-signing keys');
+
+    const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
+    const kid = await calculateJwkThumbprint(jwk as JWK, 'sha256');
+    const body = await act(`${page}/signing-keys`, { jwk: JSON.stringify(jwk) });
+    expect(body).toContain(`Key ${kid} added: the directory lists it now`);
+    expect(body).toMatch(new RegExp(`<table id="signing-keys-table">[\\s\\S]*<tr data-kid="${kid}">`));
+    expect(await listed()).toContain(kid);
+    const p256 = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' });
+    expect(await act(`${page}/signing-keys`, { jwk: JSON.stringify(p256) })).toMatch(/class="problem" role="alert">jwk must be an Ed25519/);
+
+    expect(await act(`${page}/signing-keys/${kid}/delete`, {})).toContain(`Key ${kid} deleted: websites refuse`);
+    expect(await listed()).not.toContain(kid);
+    expect((await op.post(`${page}/signing-keys`, { jwk: JSON.stringify(jwk) }, null)).statusCode).toBe(403);
+    expect(await listed()).not.toContain(kid);
+  });
+
   it('lists every user on the Users page, each leading to their agents and sign-ins', async () => {
     const op = await operator(server);
     const agent = await server.createAgent('listed-user@example.com');

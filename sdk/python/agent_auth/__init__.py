@@ -19,7 +19,7 @@ from .errors import (
     RequestNotFoundError,
     WrongWebsiteError,
 )
-from .keys import AgentKey
+from .keys import AgentKey, RequestSigningKey
 from .page import READ_IN_PAGE, find_request_id
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "InvalidRequestError",
     "PossibleHijackError",
     "RateLimitedError",
+    "RequestSigningKey",
     "RequestAlreadyAuthenticatedError",
     "RequestExpiredError",
     "RequestNotFoundError",

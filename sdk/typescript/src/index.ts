@@ -34,6 +34,18 @@ export {
   TimeoutError,
   WrongWebsiteError,
 } from './errors.js';
+export {
+  authorityOf,
+  type Component,
+  contentDigest,
+  type MessageParts,
+  parseSignature,
+  parseSignatureInput,
+  parseStringField,
+  serializeSignatureInput,
+  signatureBase,
+  WEB_BOT_AUTH,
+} from './http-signatures.js';
 export { findRequestId, type PageLike, readRequestId, type ReadRequestIdOptions } from './page.js';
 export {
   AGENT_ASSERTION,
@@ -45,3 +57,4 @@ export {
   type SignInError,
   type SignInStatus,
 } from './protocol.js';
+export { type RequestSigner, requestSigner, type RequestSigningKey, signedFetch, signRequest, type SignRequestOptions } from './signed-requests.js';

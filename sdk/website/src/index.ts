@@ -1,2 +1,13 @@
 // The website kit's entry point: each module below is re-exported here as it lands.
-export {};
+export {
+  type SignedAgent,
+  type SignedRequestParts,
+  webBotAuthExpress,
+  webBotAuthFastify,
+  type WebBotAuthMiddlewareOptions,
+  webBotAuthOf,
+  type WebBotAuthOptions,
+  type WebBotAuthRefusal,
+  type WebBotAuthResult,
+  webBotAuthVerifier,
+} from './web-bot-auth.js';
