@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type AuthInfo, protectedResource } from '@agent-auth/website/mcp';
 import { exportJWK, generateKeyPair, type JWK, type JWTPayload, SignJWT } from 'jose';
@@ -57,7 +57,7 @@ describe('the website kit protects a resource with agent-auth tokens', () => {
       jwksUri: `${jwksUrl}/jwks`,
     });
     const auth = guard.middleware();
-    mcpServer = createServer((req, res) =>
+    mcpServer = createServer((req: IncomingMessage & { auth?: AuthInfo }, res) =>
       auth(req, res, () => {
         seen = req.auth;
         res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ agent: req.auth?.extra.agentId }));
