@@ -160,6 +160,17 @@ const envSchema = z.object({
     .max(3600)
     .default(3600)
     .meta(about('Lifetime of an access token (at most 3600).', 'Lifetime of an access token, at most 3600.')),
+  RESOURCE_ACCESS_TOKEN_TTL_SECONDS: seconds
+    .max(3600)
+    .default(300)
+    .meta(
+      about(
+        'Lifetime of an access token for a resource (an MCP server; at most 3600).',
+        'Lifetime of an access token issued for a registered resource (an MCP server or another API, docs/protocol.md "Resources"), ' +
+          'at most 3600. Resources verify these JWTs on their own, without asking the server, so this bounds how long a revoked ' +
+          'grant or a kill switch may go unnoticed by a resource that does not introspect.',
+      ),
+    ),
   REFRESH_TOKEN_TTL_SECONDS: seconds.default(2592000).meta(about('Lifetime of a refresh token (30 days).')),
   ID_TOKEN_SIGNING_ALG: z
     .enum(SIGNING_ALGS)
@@ -504,6 +515,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
       authRequest: e.AUTH_REQUEST_TTL_SECONDS,
       authCode: e.AUTH_CODE_TTL_SECONDS,
       accessToken: e.ACCESS_TOKEN_TTL_SECONDS,
+      resourceAccessToken: e.RESOURCE_ACCESS_TOKEN_TTL_SECONDS,
       refreshToken: e.REFRESH_TOKEN_TTL_SECONDS,
     },
     /** OpenID Connect mode when set: ID tokens, discovery and a published JWKS; unset, none of them. */

@@ -45,6 +45,13 @@ export class InvalidScope extends OAuthError {
   }
 }
 
+/** RFC 8707 §2: an unknown resource, several at once, or one the grant does not cover. */
+export class InvalidTarget extends OAuthError {
+  constructor(description: string) {
+    super('invalid_target', description, 400);
+  }
+}
+
 export class UnsupportedGrantType extends OAuthError {
   constructor(grantType: string) {
     super('unsupported_grant_type', `grant_type "${grantType}" is not supported`, 400);

@@ -6,6 +6,8 @@ import { scopeGrantsEmail } from '../oauth/scopes.js';
 export interface SignInPageData {
   requestId: string;
   clientName: string;
+  /** The resource (MCP server) the tokens are for, by its registered name. */
+  resourceName?: string;
   /** Where the code goes; its origin is shown to the agent (redirect-origin meta, window.authRequest). */
   redirectUri: string;
   scope: string;

@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidClient, InvalidRequest, UnsupportedResponseType } from '../errors.js';
+import { InvalidClient, InvalidRequest, InvalidTarget, UnsupportedResponseType } from '../errors.js';
 import { start } from '../flows/sign-in.js';
-import { parseScope } from '../oauth/scopes.js';
+import { redirectToClient } from '../oauth/redirect.js';
+import { requestedResource } from '../oauth/resource-indicator.js';
+import { parseResourceScope, parseScope } from '../oauth/scopes.js';
 import { renderSignInPage } from '../pages/sign-in-pages.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { idText } from '../protocol/text.js';
@@ -20,6 +22,7 @@ const MAX_LENGTH = {
   scope: 500,
   login_hint: 64,
   nonce: 500,
+  resource: 2000,
 };
 type Parameter = keyof typeof MAX_LENGTH;
 
@@ -42,10 +45,12 @@ const schema = {
     'sign-in page, which carries the request id for the agent (<meta name="request-id"> and window.authRequest) and ' +
     'binds the request to this browser with a cookie; once the agent has authenticated, the page moves on to ' +
     '/authorize/complete. scope defaults to "openid email profile". login_hint (an agent id): only that agent may ' +
-    'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token.',
+    'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token. resource (RFC 8707): a registered ' +
+    'resource (an MCP server) the tokens are for; unknown, malformed or sent twice, it is an error redirect (invalid_target).',
   querystring: querySchema,
   response: {
     200: htmlPage('The sign-in page'),
+    302: z.null().describe('Error redirect to redirect_uri with error=invalid_target, state and iss (RFC 8707 §2)'),
     400: htmlPage('Error page, never a redirect: invalid_request, invalid_client, unsupported_response_type or invalid_scope'),
     429: htmlPage(`Error page: ${RATE_LIMITED}`),
     503: htmlPage(`Error page: ${UNAVAILABLE}`),
@@ -74,6 +79,16 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { config, store } = app.services;
 
+  /** The registered resource a request names, if it names one (invalid_target otherwise). */
+  async function knownResource(value: string | string[] | undefined) {
+    if (typeof value === 'string' && value.length > MAX_LENGTH.resource) throw new InvalidTarget('resource is too long');
+    const named = requestedResource(value);
+    if (named === undefined) return undefined;
+    const found = await store.resources.get(named);
+    if (!found) throw new InvalidTarget(`unknown resource: ${named}`);
+    return found;
+  }
+
   const perIp = app.limiter('authorize-ip', config.rateLimits.authorizePerIp, byAddress);
 
   app.get('/authorize', { schema, config: { html: true }, onRequest: perIp }, async (request, reply) => {
@@ -99,7 +114,17 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     if (required(query, 'code_challenge_method') !== 'S256') {
       throw new InvalidRequest('code_challenge_method must be S256');
     }
-    const scope = parseScope(optional(query, 'scope')).join(' ');
+    // RFC 8707 §2: once the redirect URI and state are known good, a bad resource goes back to the client.
+    let resource;
+    try {
+      resource = await knownResource(query.resource);
+    } catch (err) {
+      if (!(err instanceof InvalidTarget)) throw err;
+      const error = { error: err.error, error_description: err.description, state, iss: config.issuer };
+      return reply.redirect(redirectToClient(redirectUri, error), 302);
+    }
+    const asked = optional(query, 'scope');
+    const scope = (resource ? parseResourceScope(asked, resource.scopes) : parseScope(asked)).join(' ');
     const loginHint = optional(query, 'login_hint');
     if (loginHint !== undefined && !agentId.safeParse(loginHint).success) throw new InvalidRequest('login_hint must be an agent id');
     // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
@@ -115,6 +140,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
         scope,
         login_hint: loginHint ?? null,
         nonce: nonce ?? null,
+        resource: resource?.resource ?? null,
       },
       { log: request.log },
     );
@@ -122,6 +148,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     return renderSignInPage(reply, 'waiting', {
       requestId: created.id,
       clientName: client.name,
+      resourceName: resource?.name,
       redirectUri,
       scope,
       expiresAt: created.expires_at,

@@ -25,6 +25,7 @@ const metadataSchema = z.object({
   revocation_endpoint_auth_methods_supported: values,
   agent_authentication_methods_supported: values,
   agent_assertion_signing_alg_values_supported: values,
+  resource_indicators_supported: z.boolean(),
 });
 
 /**
@@ -50,6 +51,8 @@ export function authorizationServerMetadata(issuer: string): z.infer<typeof meta
     revocation_endpoint_auth_methods_supported: ['client_secret_post'],
     agent_authentication_methods_supported: [...AGENT_AUTHENTICATION_METHODS],
     agent_assertion_signing_alg_values_supported: [...AGENT_ASSERTION.algorithms],
+    // RFC 8707: tokens for registered resources (docs/protocol.md, "Resources").
+    resource_indicators_supported: true,
   };
 }
 
@@ -116,7 +119,8 @@ const publishedKey = z.object({
 });
 
 export default async function metadataRoutes(app: FastifyInstance) {
-  const { config, signingKeys } = app.services;
+  const { config, store, openSigningKeys } = app.services;
+  const oidcKeys = app.services.signingKeys;
   const oidc = config.idTokenSigningAlg !== undefined;
   const metadata = oidc ? openidMetadata(config.issuer) : authorizationServerMetadata(config.issuer);
   const discovery = discoveryMetadata(config.issuer, oidc);
@@ -145,18 +149,29 @@ export default async function metadataRoutes(app: FastifyInstance) {
     },
     async () => discovery,
   );
-  // Access tokens are HS256 (a shared secret, never published); only ID token keys appear here.
+  // Websites' access tokens are HS256 (a shared secret, never published). The keys appear here in
+  // OpenID Connect mode (ID tokens) and once a resource is registered (its JWT access tokens): a
+  // resource seen is believed for a second (anyone may ask, as often as they like); none seen is
+  // asked again, so the keys appear as soon as the first resource does.
+  let resourcesSeenAt = -Infinity;
+  const publishing = async () => {
+    if (oidcKeys || Date.now() - resourcesSeenAt < 1000) return true;
+    if (!(await store.resources.any())) return false;
+    resourcesSeenAt = Date.now();
+    return true;
+  };
   app.get(
     '/.well-known/jwks.json',
     {
       schema: {
         tags: ['discovery'],
         description:
-          'The JSON Web Key Set: the public keys that sign ID tokens (OpenID Connect mode), current and recently ' +
-          'retired; empty otherwise, since access tokens are signed with a shared secret (HS256).',
+          'The JSON Web Key Set: the public keys that sign ID tokens (OpenID Connect mode) and the access tokens of ' +
+          "resources (once one is registered), current and recently retired; empty otherwise, since websites' access " +
+          'tokens are signed with a shared secret (HS256).',
         response: { 200: z.object({ keys: z.array(publishedKey) }) },
       },
     },
-    async () => ({ keys: signingKeys ? await signingKeys.published() : [] }),
+    async () => ({ keys: (await publishing()) ? await (await openSigningKeys()).published() : [] }),
   );
 }
