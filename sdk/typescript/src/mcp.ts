@@ -25,11 +25,12 @@ export interface AgentOAuthProviderOptions {
    * - `'agent'`: the agent's own Client ID Metadata Document, `{issuer}/agents/{agent_id}/client-metadata.json`,
    *   authenticated by `private_key_jwt` with the agent's key (needs an https issuer and a client that signs with a key);
    * - an https URL: a Client ID Metadata Document you host (a public client);
-   * - `'register'`: dynamic client registration (RFC 7591).
+   * - `'register'`: dynamic client registration (RFC 7591);
+   * - `{client_id, client_secret?}`: a client registered beforehand (its redirect URI as `redirectUrl`).
    * Default: `'agent'` when it is possible, else `'register'`. Where agent-auth does not support
    * metadata documents, the MCP SDK falls back to registration by itself.
    */
-  clientId?: 'agent' | 'register' | string;
+  client?: 'agent' | 'register' | string | { client_id: string; client_secret?: string };
   /** The redirect URI the authorization server sends the code to; never loaded (default `http://127.0.0.1/callback`). */
   redirectUrl?: string;
   /** `client_name` for dynamic registration (default "agent-auth agent"). */
@@ -68,11 +69,12 @@ export function agentOAuthProvider(client: AgentAuthClient, options: AgentOAuthP
   const redirectUrl = options.redirectUrl ?? DEFAULT_REDIRECT;
   const ownDocument = agentClientMetadataUrl(client);
   const canUseOwnDocument = client.hasKey && ownDocument.startsWith('https://');
-  const choice = options.clientId ?? (canUseOwnDocument ? 'agent' : 'register');
+  const choice = options.client ?? (canUseOwnDocument ? 'agent' : 'register');
   if (choice === 'agent' && !canUseOwnDocument) {
     throw new TypeError("the agent's own client-metadata document needs an https issuer and an agent that signs with a key");
   }
-  const clientMetadataUrl = choice === 'agent' ? ownDocument : choice === 'register' ? undefined : choice;
+  const registered = typeof choice === 'object' ? choice : undefined;
+  const clientMetadataUrl = choice === 'agent' ? ownDocument : typeof choice === 'string' && choice !== 'register' ? choice : undefined;
   let pending: Promise<string> | undefined;
 
   const read = async <T>(key: string): Promise<T | undefined> => {
@@ -100,7 +102,7 @@ export function agentOAuthProvider(client: AgentAuthClient, options: AgentOAuthP
       await storage.set('state', state);
       return state;
     },
-    clientInformation: () => read<OAuthClientInformationMixed>('client'),
+    clientInformation: async () => (await read<OAuthClientInformationMixed>('client')) ?? registered,
     saveClientInformation: (info) => write('client', info),
     tokens: () => read<OAuthTokens>('tokens'),
     saveTokens: (tokens) => write('tokens', tokens),
@@ -136,7 +138,7 @@ export function agentOAuthProvider(client: AgentAuthClient, options: AgentOAuthP
     },
     // The agent's own document says private_key_jwt (RFC 7523); other clients as they registered.
     async addClientAuthentication(_headers, params) {
-      const info = await read<OAuthClientInformationMixed>('client');
+      const info = (await read<OAuthClientInformationMixed>('client')) ?? registered;
       if (!info) return;
       if (info.client_id === ownDocument) {
         params.set('client_id', info.client_id);
