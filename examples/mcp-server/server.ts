@@ -24,6 +24,8 @@ export interface McpExampleOptions {
   resource?: string;
   /** The scopes the resource accepts (default `email`: the tool can tell the owner's email). */
   scopes?: string[];
+  /** Where agent-auth's keys are, when not at the issuer's `/.well-known/jwks.json`. */
+  jwksUri?: string;
 }
 
 export interface RunningMcpExample {
@@ -58,7 +60,12 @@ export async function startMcpExample(options: McpExampleOptions): Promise<Runni
   await new Promise<void>((resolve) => http.listen(options.port ?? 0, host, resolve));
   const url = `http://${host}:${(http.address() as AddressInfo).port}/mcp`;
   // The resource identifier names the port, known only now: requests are taken from here on.
-  const guard = protectedResource({ issuer: options.issuer, resource: options.resource ?? url, scopes: options.scopes ?? ['email'] });
+  const guard = protectedResource({
+    issuer: options.issuer,
+    resource: options.resource ?? url,
+    scopes: options.scopes ?? ['email'],
+    jwksUri: options.jwksUri,
+  });
   const requireToken = guard.middleware();
   http.on('request', (req: IncomingMessage & { auth?: AuthInfo }, res: ServerResponse) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;

@@ -81,6 +81,18 @@ describe(`an MCP client signs in as an agent to an MCP server protected by agent
     }
   });
 
+  it('signs in through dynamic registration, given nothing but the server URL and the agent’s credentials', async () => {
+    const { agent, sdk } = await newAgent();
+    const { client, provider } = await connectAsAgent(mcp.url, sdk);
+    try {
+      const registered = (await provider.clientInformation())!;
+      expect(registered.client_id).not.toMatch(/^https?:/);
+      expect(await whoami(client)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: registered.client_id });
+    } finally {
+      await client.close();
+    }
+  });
+
   it("after the owner's kill switch, the old token stops working within its lifetime and the MCP client must sign in again", async () => {
     const email = `owner-${crypto.randomUUID()}@example.com`;
     const { sdk } = await newAgent(email);

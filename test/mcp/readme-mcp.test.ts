@@ -60,9 +60,18 @@ describe(`the README's MCP server and agent, run as written (${storeName})`, { t
 
     const agent = await server.createAgent();
     const run = await finished(
-      runTsx(join(dir, 'mcp-agent.ts'), { AGENT_AUTH_URL: server.issuer, AGENT_ID: agent.agent_id, AGENT_SECRET: agent.agent_secret, MCP_URL: mcpUrl }),
+      runTsx(join(dir, 'mcp-agent.ts'), {
+        AGENT_AUTH_URL: server.issuer,
+        AGENT_ID: agent.agent_id,
+        AGENT_SECRET: agent.agent_secret,
+        MCP_URL: mcpUrl,
+      }),
     );
-    expect({ code: run.code, stderr: run.stderr, stdout: run.stdout }).toEqual({ code: 0, stderr: '', stdout: `agent ${agent.agent_id} of ${agent.email}\n` });
+    expect({ code: run.code, stderr: run.stderr, stdout: run.stdout }).toEqual({
+      code: 0,
+      stderr: '',
+      stdout: `agent ${agent.agent_id} of ${agent.email}\n`,
+    });
     mcpServer.kill();
     await serverExit;
   });
