@@ -198,6 +198,25 @@ const envSchema = z.object({
         { shownDefault: 'unset (generated)' },
       ),
     ),
+  DYNAMIC_REGISTRATION: z
+    .enum(['open', 'off'])
+    .default('open')
+    .meta(
+      about(
+        '`open`: MCP clients may register themselves at `POST /register` (public clients); `off`: refused.',
+        '`open`: MCP clients may register themselves at `POST /register` (RFC 7591; public clients only, limited per address by ' +
+          '`RATE_LIMIT_REGISTER_PER_IP`); `off`: the endpoint refuses every registration and the metadata no longer lists it. ' +
+          'Clients that use Client ID Metadata Documents need no registration either way.',
+      ),
+    ),
+  DYNAMIC_REGISTRATION_UNUSED_TTL_SECONDS: seconds
+    .default(86400)
+    .meta(
+      about(
+        'A dynamic registration that starts no sign-in within this time is purged (1 day).',
+        'A dynamic registration (`POST /register`) that has started no sign-in within this many seconds is deleted by the purge job.',
+      ),
+    ),
   REQUIRE_APPROVAL: bool
     .default(false)
     .meta(
@@ -379,6 +398,9 @@ const envSchema = z.object({
   RATE_LIMIT_AUTHORIZE_PER_IP: count
     .default(120)
     .meta(about('`GET /authorize` per client IP per window (`0` = off, as for every limit).', '`GET /authorize` requests per client IP per window.')),
+  RATE_LIMIT_REGISTER_PER_IP: count
+    .default(10)
+    .meta(about('`POST /register` (dynamic client registration) per client IP per window.')),
   RATE_LIMIT_CHECK_STATUS_PER_IP: count
     .default(600)
     .meta(about('`GET /api/check-status` per client IP per window.', '`GET /api/check-status` requests per client IP per window.')),
@@ -524,6 +546,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     adminHost: e.ADMIN_HOST,
     adminToken: e.ADMIN_TOKEN,
     requireApproval: e.REQUIRE_APPROVAL,
+    dynamicRegistration: { open: e.DYNAMIC_REGISTRATION === 'open', unusedTtlSeconds: e.DYNAMIC_REGISTRATION_UNUSED_TTL_SECONDS },
     mail: {
       smtpUrl: e.SMTP_URL,
       // An address object, so that any brand name is quoted as the header needs.
@@ -554,6 +577,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     rateLimits: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
       authorizePerIp: e.RATE_LIMIT_AUTHORIZE_PER_IP,
+      registerPerIp: e.RATE_LIMIT_REGISTER_PER_IP,
       checkStatusPerIp: e.RATE_LIMIT_CHECK_STATUS_PER_IP,
       authenticatePerIp: e.RATE_LIMIT_AUTHENTICATE_PER_IP,
       authenticatePerAgent: e.RATE_LIMIT_AUTHENTICATE_PER_AGENT,

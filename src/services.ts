@@ -16,6 +16,8 @@ import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
 import { noticeNewWebsites } from './owners/notices.js';
 import type { StoreCache } from './store/grants.js';
 import { createStore, type Store } from './store/index.js';
+import { newClientKeySets } from './clients/client-assertion.js';
+import { ClientDocuments } from './clients/metadata-document.js';
 import { ResourceTokens } from './tokens/resource-tokens.js';
 import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 
@@ -42,6 +44,10 @@ export interface Services {
    * Connect mode, else by the first resource token (docs/protocol.md, "Resources").
    */
   openSigningKeys: () => Promise<SigningKeys>;
+  /** The Client ID Metadata Documents this process fetched (and the CA its fetches trust besides the process's). */
+  clientDocuments: ClientDocuments;
+  /** The key sets of private_key_jwt clients fetched from their jwks_uri. */
+  clientKeySets: ReturnType<typeof newClientKeySets>;
   /** Access tokens for resources: JWTs signed with those keys. */
   resourceTokens: ResourceTokens;
   /** The access tokens this process has verified (GRANT_CACHE_SIZE of them at most). */
@@ -89,6 +95,8 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
       signInChanges,
       mailer,
       openSigningKeys: openKeys,
+      clientDocuments: new ClientDocuments(config.issuer),
+      clientKeySets: newClientKeySets(),
       resourceTokens,
       verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize, resourceTokens),
       lifecycle: { stopping: false },

@@ -21,6 +21,7 @@ const FLOORS: Record<string, number> = {
   oidc: 5,
   pages: 5,
   flows: 6,
+  clients: 6,
   tokens: 6,
   owners: 6,
   passkeys: 6,
@@ -70,6 +71,8 @@ const STORE_SLICES: Record<string, string[]> = {
   // The rules of a key and its registration, which the audit log records with who acted.
   'agent-keys': ['agentKeys', 'auditLog'],
   flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
+  // Clients that are documents (Client ID Metadata Documents, an agent's own) or registered themselves.
+  clients: ['clients', 'agents', 'agentKeys'],
   tokens: ['clients', 'grants', 'grantAdmin', 'agents', 'resources'],
   owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners', 'agents'],
   logout: ['logoutDeliveries'],

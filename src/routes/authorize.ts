@@ -3,12 +3,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { InvalidClient, InvalidRequest, InvalidTarget, UnsupportedResponseType } from '../errors.js';
 import { start } from '../flows/sign-in.js';
-import { redirectToClient } from '../oauth/redirect.js';
+import { agentOfDocument, resolveClient } from '../clients/metadata-document.js';
+import { isRegisteredRedirect, redirectToClient } from '../oauth/redirect.js';
 import { requestedResource } from '../oauth/resource-indicator.js';
 import { parseResourceScope, parseScope } from '../oauth/scopes.js';
 import { renderSignInPage } from '../pages/sign-in-pages.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { idText } from '../protocol/text.js';
+import type { Client } from '../store/clients.js';
 import { htmlPage, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
 // The longest value each parameter may have.
@@ -74,6 +76,20 @@ function required(query: AuthorizeQuery, name: Parameter): string {
   return value;
 }
 
+/**
+ * What the page says of a client that registered itself or is a document (docs/protocol.md, "MCP
+ * clients"): the name is its own claim, so the host of its client_id URL goes beside it, and a
+ * client that can only redirect to this machine is flagged (a native app, or anyone's document).
+ */
+function describeClient(client: Client) {
+  if (client.registration === 'admin') return {};
+  const onLoopback = (uri: string) => ['localhost', '127.0.0.1', '[::1]'].includes(new URL(uri).hostname);
+  return {
+    clientIdHost: client.registration === 'metadata_document' ? new URL(client.client_id).host : undefined,
+    loopbackOnly: client.redirect_uris.every(onLoopback),
+  };
+}
+
 /** GET /authorize: validates the request, records it, binds it to this browser, shows the page. */
 export default async function authorizeRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
@@ -95,11 +111,12 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     const query = request.query;
 
     const clientId = required(query, 'client_id');
-    const client = await store.clients.get(clientId);
+    const client = await resolveClient(app.services, clientId);
     if (!client || !client.active) throw new InvalidClient('unknown or inactive client', 400);
 
     const redirectUri = required(query, 'redirect_uri');
-    if (!client.redirect_uris.includes(redirectUri)) {
+    // Native clients (a metadata document, a dynamic registration) may redirect to any loopback port.
+    if (!isRegisteredRedirect(client.redirect_uris, redirectUri, client.registration !== 'admin')) {
       throw new InvalidRequest('redirect_uri is not registered for this client');
     }
 
@@ -125,11 +142,13 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     }
     const asked = optional(query, 'scope');
     const scope = (resource ? parseResourceScope(asked, resource.scopes) : parseScope(asked)).join(' ');
-    const loginHint = optional(query, 'login_hint');
+    // An agent's own document names the one agent that may sign in through it.
+    const loginHint = agentOfDocument(config.issuer, client.client_id) ?? optional(query, 'login_hint');
     if (loginHint !== undefined && !agentId.safeParse(loginHint).success) throw new InvalidRequest('login_hint must be an agent id');
     // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
     const nonce = config.idTokenSigningAlg ? optional(query, 'nonce') : undefined;
 
+    if (client.registration === 'dynamic') await store.clients.markUsed(client.client_id);
     const created = await start(
       app.services,
       {
@@ -149,6 +168,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
       requestId: created.id,
       clientName: client.name,
       resourceName: resource?.name,
+      ...describeClient(client),
       redirectUri,
       scope,
       expiresAt: created.expires_at,

@@ -1,7 +1,7 @@
 import type { GrantCache } from '../cache/grant-cache.js';
 import type { Db, Queryable } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
-import type { StoredClientCredentials } from './clients.js';
+import type { StoredClientCredentials, TokenEndpointAuthMethod } from './clients.js';
 
 /** What the access-token checks need to know about a live grant, read in one statement (and kept by the grant cache). */
 export interface LiveGrant {
@@ -195,15 +195,21 @@ export function createGrantStore(db: Db, cache: StoreCache) {
    * `present` is a column that row always has, so its NULL means no row.
    */
   async function introspected<T>(clientId: string, lookup: string, params: unknown[], present: keyof T & string) {
-    type Row = T & { asking_client_id: string; asking_secret_hash: string; asking_active: boolean };
+    type Row = T & { asking_client_id: string; asking_secret_hash: string; asking_active: boolean; asking_method: TokenEndpointAuthMethod };
     const { rows } = await db.query<Row>(
-      `SELECT c.id AS asking_client_id, c.secret_hash AS asking_secret_hash, c.active AS asking_active, t.*
+      `SELECT c.id AS asking_client_id, c.secret_hash AS asking_secret_hash, c.active AS asking_active,
+         c.token_endpoint_auth_method AS asking_method, t.*
        FROM clients c LEFT JOIN LATERAL (${lookup}) t ON true WHERE c.id = $1`,
       [clientId, ...params],
     );
     if (!rows[0]) return undefined;
-    const { asking_client_id, asking_secret_hash, asking_active, ...token } = rows[0];
-    const client = { client_id: asking_client_id, secret_hash: asking_secret_hash, active: asking_active };
+    const { asking_client_id, asking_secret_hash, asking_active, asking_method, ...token } = rows[0];
+    const client: StoredClientCredentials = {
+      client_id: asking_client_id,
+      secret_hash: asking_secret_hash,
+      active: asking_active,
+      token_endpoint_auth_method: asking_method,
+    };
     return { client, token: (token as T)[present] === null ? undefined : (token as T) };
   }
 
@@ -286,8 +292,11 @@ export function createGrantStore(db: Db, cache: StoreCache) {
      */
     async rotateRefreshToken(
       input: Rotation & {
-        /** SHA-256 of the secret the client presented: the token is spent only if it matches. */
-        clientSecretHash: string;
+        /**
+         * SHA-256 of the secret the client presented: the token is spent only if it matches. Null for a
+         * client that has authenticated otherwise already (a public client, private_key_jwt).
+         */
+        clientSecretHash: string | null;
       },
     ): Promise<(GrantSubject & { client: StoredClientCredentials }) | undefined> {
       const { rows } = await db.query<GrantSubject & { secret_hash: string; client_active: boolean }>(
@@ -295,7 +304,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            UPDATE refresh_tokens rt SET used_at = now()
            FROM grants g ${GRANT_JOINS}
            WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > now()
-             AND g.id = rt.grant_id AND g.client_id = $2 AND c.secret_hash = $7 AND ${LIVE_GRANT}
+             AND g.id = rt.grant_id AND g.client_id = $2 AND ($7::text IS NULL OR c.secret_hash = $7) AND ${LIVE_GRANT}
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' ')) AND ${SAME_RESOURCE}
            RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model, g.resource, ${RESOURCE_EMAIL} AS email,
              c.secret_hash, c.active AS client_active

@@ -73,6 +73,12 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
     throw new InvalidScope(`scope may narrow the granted scope "${live.scope}", never widen it`);
   }
   if (live && named !== undefined && live.resource !== named) throw new InvalidTarget('the grant does not cover this resource');
+  // A client without a secret (public, private_key_jwt) has authenticated only now: the statement above could not check it.
+  if (client.method !== 'client_secret_post') {
+    const rotation = { tokenHash, clientId: client.client_id, newTokenHash: sha256(successor), lifetimes: config.ttl, scope, resource: named };
+    const rotated = await grants.rotateRefreshToken({ ...rotation, clientSecretHash: null });
+    if (rotated) return refreshed(rotated, scope);
+  }
   // The token just spent, presented again within the reuse interval: a retry whose answer was lost.
   const { refreshTokenReuseIntervalSeconds } = config;
   const retried =
