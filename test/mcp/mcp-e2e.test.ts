@@ -8,6 +8,7 @@ import { storeName } from '../helpers/database.js';
 import { type ListeningServer, startListeningServer } from '../helpers/listening.js';
 import { signInOwner } from '../helpers/owner.js';
 import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { type Listening, startHttpsServer, type TestCertificates, testCertificates } from '../helpers/tls.js';
 
 /** Resource tokens live this long here, so that a revocation shows within the test. */
 const TOKEN_TTL_SECONDS = 3;
@@ -24,6 +25,9 @@ describe(`an MCP client signs in as an agent to an MCP server protected by agent
   let server: ListeningServer;
   let mcp: RunningMcpExample;
   let other: RunningMcpExample;
+  let certs: TestCertificates;
+  let documentHost: Listening;
+  let documentFetches = 0;
 
   beforeAll(async () => {
     smtp = await startSmtp();
@@ -40,8 +44,26 @@ describe(`an MCP client signs in as an agent to an MCP server protected by agent
     ]) {
       expect((await server.adminCall('POST', '/admin/resources', { resource, name, scopes: ['email'] })).statusCode).toBe(201);
     }
+    // A Client ID Metadata Document of the test's own, over https with the test's CA, which agent-auth trusts.
+    certs = testCertificates();
+    server.services.clientDocuments.ca = certs.ca;
+    documentHost = await startHttpsServer(certs, (req, res) => {
+      documentFetches++;
+      const clientId = `https://127.0.0.1:${documentHost.port}${req.url}`;
+      const document = {
+        client_id: clientId,
+        client_name: 'Test MCP client',
+        redirect_uris: ['http://127.0.0.1/callback'],
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'none',
+      };
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' }).end(JSON.stringify(document));
+    });
   });
   afterAll(async () => {
+    await documentHost?.close();
+    certs?.remove();
     await mcp?.close();
     await other?.close();
     await server?.close();
@@ -88,6 +110,19 @@ describe(`an MCP client signs in as an agent to an MCP server protected by agent
       const registered = (await provider.clientInformation())!;
       expect(registered.client_id).not.toMatch(/^https?:/);
       expect(await whoami(client)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: registered.client_id });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('signs in as a Client ID Metadata Document that the MCP client names, which agent-auth fetches over https', async () => {
+    const { agent, sdk } = await newAgent();
+    const documentUrl = `https://127.0.0.1:${documentHost.port}/mcp-client.json`;
+    const before = documentFetches;
+    const { client } = await connectAsAgent(mcp.url, sdk, { client: documentUrl });
+    try {
+      expect(await whoami(client)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: documentUrl });
+      expect(documentFetches - before).toBe(1);
     } finally {
       await client.close();
     }
