@@ -3,6 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { protectedResource } from '@agent-auth/website/mcp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningMcpExample, startMcpExample } from '../../examples/mcp-server/server.js';
 import { storeName } from '../helpers/database.js';
@@ -14,8 +15,8 @@ import { type Listening, startTlsTerminator, type TestCertificates, testCertific
 /**
  * An agent that signs with a key, on an agent-auth served over https: the official MCP client names
  * the agent's own Client ID Metadata Document as its client_id and authenticates with private_key_jwt.
- * The example agent runs as a process of its own, trusting the test's CA through NODE_EXTRA_CA_CERTS
- * as any agent would trust its deployment's.
+ * The agents run as processes of their own, trusting the test's CA (NODE_EXTRA_CA_CERTS, SSL_CERT_FILE)
+ * as any agent would trust its deployment's; the Python one through sign_in_for_resource.
  */
 describe(`an MCP client is the agent's own client-metadata document (${storeName})`, { timeout: 120_000 }, () => {
   let certs: TestCertificates;
@@ -24,6 +25,7 @@ describe(`an MCP client is the agent's own client-metadata document (${storeName
   let mcp: RunningMcpExample;
   let issuer: string;
   let dir: string;
+  let jwksUri: string;
 
   beforeAll(async () => {
     certs = testCertificates();
@@ -33,7 +35,8 @@ describe(`an MCP client is the agent's own client-metadata document (${storeName
     const plain = await server.app.listen({ port: 0, host: '127.0.0.1' });
     front = await startTlsTerminator(certs, Number(new URL(plain).port), port);
     // The MCP server reads the keys from the plain listener: this test process does not trust the test CA.
-    mcp = await startMcpExample({ issuer, jwksUri: `${plain}/.well-known/jwks.json` });
+    jwksUri = `${plain}/.well-known/jwks.json`;
+    mcp = await startMcpExample({ issuer, jwksUri });
     expect((await server.adminCall('POST', '/admin/resources', { resource: mcp.url, name: 'Example MCP', scopes: ['email'] })).statusCode).toBe(201);
     dir = mkdtempSync(join(tmpdir(), 'agent-auth-mcp-key-'));
   });
@@ -45,33 +48,59 @@ describe(`an MCP client is the agent's own client-metadata document (${storeName
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('calls the tool as the agent, its client_id the agent’s document URL', async () => {
+  /** A new agent with an Ed25519 key registered, its private key in a file of mode 0600. */
+  async function agentWithKey() {
     const agent = await server.createAgent();
     const { publicKey, privateKey } = generateKeyPairSync('ed25519');
     const added = await server.adminCall('POST', `/admin/agents/${agent.agent_id}/keys`, { jwk: publicKey.export({ format: 'jwk' }) });
     expect(added.statusCode).toBe(201);
     const keyFile = join(dir, `${agent.agent_id}.pem`);
     writeFileSync(keyFile, privateKey.export({ format: 'pem', type: 'pkcs8' }), { mode: 0o600 });
+    return { ...agent, keyFile, documentUrl: `${issuer}/agents/${agent.agent_id}/client-metadata.json` };
+  }
 
-    const child = spawn(join(repoRoot, 'node_modules/.bin/tsx'), ['examples/mcp-agent/agent.ts'], {
+  /** A process of its own, with a clean environment plus `env`, trusting the test's CA as its deployment's. */
+  function run(command: string, args: string[], env: Record<string, string>) {
+    const child = spawn(command, args, {
       cwd: repoRoot,
-      env: {
-        PATH: process.env.PATH,
-        HOME: process.env.HOME,
-        NODE_EXTRA_CA_CERTS: certs.caFile,
-        MCP_URL: mcp.url,
-        AGENT_AUTH_URL: issuer,
-        AGENT_ID: agent.agent_id,
-        AGENT_KEY_FILE: keyFile,
-      },
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_EXTRA_CA_CERTS: certs.caFile, SSL_CERT_FILE: certs.caFile, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const run = await finished(child);
-    expect(run.code, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({
-      agent_id: agent.agent_id,
-      owner_email: agent.email,
-      client_id: `${issuer}/agents/${agent.agent_id}/client-metadata.json`,
+    return finished(child);
+  }
+
+  it('TypeScript: the MCP client calls the tool as the agent, its client_id the agent’s document URL', async () => {
+    const agent = await agentWithKey();
+    const done = await run(join(repoRoot, 'node_modules/.bin/tsx'), ['examples/mcp-agent/agent.ts'], {
+      MCP_URL: mcp.url,
+      AGENT_AUTH_URL: issuer,
+      AGENT_ID: agent.agent_id,
+      AGENT_KEY_FILE: agent.keyFile,
     });
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: agent.documentUrl });
+  });
+
+  it('Python: sign_in_for_resource returns a token for the resource, issued to the agent’s document', async () => {
+    const agent = await agentWithKey();
+    const script = [
+      'import json, os',
+      'from agent_auth import AgentAuthClient, sign_in_for_resource',
+      'with open(os.environ["AGENT_KEY_FILE"]) as key:',
+      '    agent = AgentAuthClient(os.environ["AGENT_AUTH_URL"], os.environ["AGENT_ID"], model="py-model-1", private_key=key.read())',
+      'print(json.dumps(sign_in_for_resource(agent, os.environ["RESOURCE"])))',
+    ].join('\n');
+    const done = await run(process.env.PYTHON ?? 'python3', ['-c', script], {
+      PYTHONPATH: 'sdk/python',
+      PYTHONDONTWRITEBYTECODE: '1',
+      AGENT_AUTH_URL: issuer,
+      AGENT_ID: agent.agent_id,
+      AGENT_KEY_FILE: agent.keyFile,
+      RESOURCE: mcp.url,
+    });
+    expect(done.code, done.stderr).toBe(0);
+    const tokens = JSON.parse(done.stdout);
+    const verified = await protectedResource({ issuer, resource: mcp.url, jwksUri }).verifyToken(tokens.access_token);
+    expect(verified).toMatchObject({ agentId: agent.agent_id, clientId: agent.documentUrl, scopes: ['email'], email: agent.email });
   });
 });
