@@ -33,6 +33,10 @@ const storeIndependent = [
   'test/routes/home.test.ts',
   'test/protocol/**',
   'test/oauth/access-token.test.ts',
+  // The website kit against local keys, and the MCP README and agents' runs (their store side is test/mcp/mcp-e2e.test.ts's).
+  'test/mcp/kit.test.ts',
+  'test/mcp/readme-mcp.test.ts',
+  'test/mcp/mcp-agent-document.test.ts',
 ];
 
 const sdk = (file: string) => fileURLToPath(new URL(`./sdk/typescript/src/${file}`, import.meta.url));

@@ -8,6 +8,7 @@ import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { protectedResource } from '@agent-auth/website/mcp';
 import { defaultOf } from '../src/config.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
@@ -24,6 +25,8 @@ import {
   ourEnv,
   refreshBody,
   registerOurs,
+  RESOURCE,
+  resourceSignIn,
   signInToCode,
   type TokenSet,
 } from './lib/ours.js';
@@ -177,6 +180,9 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
     const prepared = await inParallel(codes, load.connections, () => signInToCode(base, client, agent));
 
     const hotReads = ourHotReads(base, client, access);
+    // The MCP server's side: the website kit, its keys fetched once from our JWKS.
+    const kit = protectedResource({ issuer: base, resource: RESOURCE });
+    const resourceToken = (await resourceSignIn(base, client, agent, kit.verifyToken)).access_token;
     const operations: [string, () => Promise<Measurement>][] = [
       ['userinfo', () => hammer(hotReads.userinfo, load)],
       ['introspect', () => hammer(hotReads.introspect, load)],
@@ -208,6 +214,10 @@ async function benchOurs(store: BenchStore, report: Partial<StoreReport>) {
       ['full sign-in', () => loop(() => fullSignIn(base, client, agent).then(() => {}), load)],
       // The same sign-in, the agent proving itself with an Ed25519 assertion instead of its secret.
       ['full sign-in (assertion)', () => loop(() => fullSignIn(base, client, keyed).then(() => {}), load)],
+      // The same sign-in for a resource (RFC 8707): an RS256 JWT access token, checked by the kit, not by userinfo.
+      ['sign-in to a resource', () => loop(() => resourceSignIn(base, client, agent, kit.verifyToken).then(() => {}), load)],
+      // The MCP server's check of that token, in this process: signature, claims, scope; no call to us.
+      ['resource token verification (kit)', () => loop(() => kit.verifyToken(resourceToken).then(() => {}), load)],
     ];
     server.resetRss();
     const ours: Record<string, Measurement> = {};

@@ -6,6 +6,7 @@ import adminAuditRoutes from './admin/audit-log.js';
 import adminClientRoutes from './admin/clients.js';
 import adminGrantRoutes from './admin/grants.js';
 import adminLogoutDeliveryRoutes from './admin/logout-deliveries.js';
+import adminResourceRoutes from './admin/resources.js';
 import adminKeyRoutes from './admin/signing-keys.js';
 import consolePlugin from './console/index.js';
 import { Unauthorized } from './errors.js';
@@ -54,6 +55,7 @@ export async function buildAdminApp(
       await admin.register(adminAuditRoutes);
       await admin.register(adminKeyRoutes);
       await admin.register(adminLogoutDeliveryRoutes);
+      await admin.register(adminResourceRoutes);
     },
     { prefix: '/admin' },
   );

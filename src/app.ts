@@ -10,6 +10,7 @@ import openapi from './plugins/openapi.js';
 import rateLimits from './plugins/rate-limit.js';
 import agentAuthenticateRoute from './routes/agent-authenticate.js';
 import agentBySigningKeyRoute from './routes/agent-by-signing-key.js';
+import agentClientMetadataRoute from './routes/agent-client-metadata.js';
 import assetRoutes from './routes/assets.js';
 import authorizeRoute from './routes/authorize.js';
 import authorizeCompleteRoute from './routes/authorize-complete.js';
@@ -19,6 +20,7 @@ import healthRoutes from './routes/health.js';
 import homeRoute from './routes/home.js';
 import introspectRoutes from './routes/introspect.js';
 import metadataRoutes from './routes/metadata.js';
+import registerRoute from './routes/register.js';
 import revokeRoutes from './routes/revoke.js';
 import signingKeyDirectoryRoute from './routes/signing-key-directory.js';
 import tokenRoutes from './routes/token.js';
@@ -41,6 +43,8 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
   await app.register(userinfoRoutes);
   await app.register(introspectRoutes);
   await app.register(revokeRoutes);
+  await app.register(registerRoute);
+  await app.register(agentClientMetadataRoute);
   // The sign-in pages are the only routes with cookies (the browser binding): nothing else parses them.
   await app.register(async (browser) => {
     await browser.register(browserBinding);

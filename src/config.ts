@@ -160,6 +160,17 @@ const envSchema = z.object({
     .max(3600)
     .default(3600)
     .meta(about('Lifetime of an access token (at most 3600).', 'Lifetime of an access token, at most 3600.')),
+  RESOURCE_ACCESS_TOKEN_TTL_SECONDS: seconds
+    .max(3600)
+    .default(300)
+    .meta(
+      about(
+        'Lifetime of an access token for a resource (an MCP server; at most 3600).',
+        'Lifetime of an access token issued for a registered resource (an MCP server or another API, docs/protocol.md "Resources"), ' +
+          'at most 3600. Resources verify these JWTs on their own, without asking the server, so this bounds how long a revoked ' +
+          'grant or a kill switch may go unnoticed by a resource that does not introspect.',
+      ),
+    ),
   REFRESH_TOKEN_TTL_SECONDS: seconds.default(2592000).meta(about('Lifetime of a refresh token (30 days).')),
   ID_TOKEN_SIGNING_ALG: z
     .enum(SIGNING_ALGS)
@@ -185,6 +196,25 @@ const envSchema = z.object({
         'Bearer token of the admin API, at least 16 characters.',
         'Bearer token for the admin API, at least 16 characters. Unset: one token per deployment. The first instance on a database generates it, writes it to `$DATA_DIR/admin-token` (mode 0600), where the `agent-auth` CLI on the same machine finds it, and keeps its SHA-256 digest in the database, so every instance on that database accepts it (see [The admin token](#the-admin-token)).',
         { shownDefault: 'unset (generated)' },
+      ),
+    ),
+  DYNAMIC_REGISTRATION: z
+    .enum(['open', 'off'])
+    .default('open')
+    .meta(
+      about(
+        '`open`: MCP clients may register themselves at `POST /register` (public clients); `off`: refused.',
+        '`open`: MCP clients may register themselves at `POST /register` (RFC 7591; public clients only, limited per address by ' +
+          '`RATE_LIMIT_REGISTER_PER_IP`); `off`: the endpoint refuses every registration and the metadata no longer lists it. ' +
+          'Clients that use Client ID Metadata Documents need no registration either way.',
+      ),
+    ),
+  DYNAMIC_REGISTRATION_UNUSED_TTL_SECONDS: seconds
+    .default(86400)
+    .meta(
+      about(
+        'A dynamic registration that starts no sign-in within this time is purged (1 day).',
+        'A dynamic registration (`POST /register`) that has started no sign-in within this many seconds is deleted by the purge job.',
       ),
     ),
   REQUIRE_APPROVAL: bool
@@ -386,6 +416,9 @@ const envSchema = z.object({
   RATE_LIMIT_AUTHORIZE_PER_IP: count
     .default(120)
     .meta(about('`GET /authorize` per client IP per window (`0` = off, as for every limit).', '`GET /authorize` requests per client IP per window.')),
+  RATE_LIMIT_REGISTER_PER_IP: count
+    .default(10)
+    .meta(about('`POST /register` (dynamic client registration) per client IP per window.')),
   RATE_LIMIT_CHECK_STATUS_PER_IP: count
     .default(600)
     .meta(about('`GET /api/check-status` per client IP per window.', '`GET /api/check-status` requests per client IP per window.')),
@@ -522,6 +555,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
       authRequest: e.AUTH_REQUEST_TTL_SECONDS,
       authCode: e.AUTH_CODE_TTL_SECONDS,
       accessToken: e.ACCESS_TOKEN_TTL_SECONDS,
+      resourceAccessToken: e.RESOURCE_ACCESS_TOKEN_TTL_SECONDS,
       refreshToken: e.REFRESH_TOKEN_TTL_SECONDS,
     },
     /** OpenID Connect mode when set: ID tokens, discovery and a published JWKS; unset, none of them. */
@@ -530,6 +564,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     adminHost: e.ADMIN_HOST,
     adminToken: e.ADMIN_TOKEN,
     requireApproval: e.REQUIRE_APPROVAL,
+    dynamicRegistration: { open: e.DYNAMIC_REGISTRATION === 'open', unusedTtlSeconds: e.DYNAMIC_REGISTRATION_UNUSED_TTL_SECONDS },
     mail: {
       smtpUrl: e.SMTP_URL,
       // An address object, so that any brand name is quoted as the header needs.
@@ -562,6 +597,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     rateLimits: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
       authorizePerIp: e.RATE_LIMIT_AUTHORIZE_PER_IP,
+      registerPerIp: e.RATE_LIMIT_REGISTER_PER_IP,
       checkStatusPerIp: e.RATE_LIMIT_CHECK_STATUS_PER_IP,
       authenticatePerIp: e.RATE_LIMIT_AUTHENTICATE_PER_IP,
       authenticatePerAgent: e.RATE_LIMIT_AUTHENTICATE_PER_AGENT,

@@ -45,6 +45,20 @@ export class InvalidScope extends OAuthError {
   }
 }
 
+/** RFC 7591 §3.2.2: a registration whose metadata we do not accept (invalid_redirect_uri for its redirect URIs). */
+export class InvalidClientMetadata extends OAuthError {
+  constructor(description: string, error: 'invalid_client_metadata' | 'invalid_redirect_uri' = 'invalid_client_metadata') {
+    super(error, description, 400);
+  }
+}
+
+/** RFC 8707 §2: an unknown resource, several at once, or one the grant does not cover. */
+export class InvalidTarget extends OAuthError {
+  constructor(description: string) {
+    super('invalid_target', description, 400);
+  }
+}
+
 export class UnsupportedGrantType extends OAuthError {
   constructor(grantType: string) {
     super('unsupported_grant_type', `grant_type "${grantType}" is not supported`, 400);

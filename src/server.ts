@@ -47,6 +47,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const stopPurge = schedulePurge(services, config.purgeIntervalSeconds, {
       auditRetentionDays: config.auditRetentionDays,
       auditRetentionWithoutAgentDays: config.auditRetentionWithoutAgentDays,
+      unusedRegistrationSeconds: config.dynamicRegistration.unusedTtlSeconds,
       log: logger,
     });
     // The embedded store on disk: warn before its disk fills.

@@ -16,6 +16,9 @@ import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
 import { noticeNewWebsites } from './owners/notices.js';
 import type { StoreCache } from './store/grants.js';
 import { createStore, type Store } from './store/index.js';
+import { newClientKeySets } from './clients/client-assertion.js';
+import { ClientDocuments } from './clients/metadata-document.js';
+import { ResourceTokens } from './tokens/resource-tokens.js';
 import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 
 /**
@@ -36,6 +39,17 @@ export interface Services {
   signInChanges: SignInChanges;
   /** Mail to owners: over SMTP_URL, or to the log without it. */
   mailer: Mailer;
+  /**
+   * The asymmetric keys, opened (and made, on a first start) when first needed: at start in OpenID
+   * Connect mode, else by the first resource token (docs/protocol.md, "Resources").
+   */
+  openSigningKeys: () => Promise<SigningKeys>;
+  /** The Client ID Metadata Documents this process fetched (and the CA its fetches trust besides the process's). */
+  clientDocuments: ClientDocuments;
+  /** The key sets of private_key_jwt clients fetched from their jwks_uri. */
+  clientKeySets: ReturnType<typeof newClientKeySets>;
+  /** Access tokens for resources: JWTs signed with those keys. */
+  resourceTokens: ResourceTokens;
   /** The access tokens this process has verified (GRANT_CACHE_SIZE of them at most). */
   verifiedTokens: VerifiedAccessTokens;
   /** `stopping` turns true when the process begins to shut down: /readyz answers 503 from then on. */
@@ -50,9 +64,17 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     const grantCache: StoreCache = new GrantCache(config.grantCacheSize, metrics, config.grantCacheMaxAgeSeconds * 1000);
     await grantCache.listen(database);
     const store = createStore(database, grantCache);
-    const signingKeys = config.idTokenSigningAlg
-      ? await openSigningKeys(store.serverKeys, config.idTokenSigningAlg, config.ttl.accessToken)
-      : undefined;
+    // A retired key stays published while any token it signed may live.
+    const signedLifetime = Math.max(config.ttl.accessToken, config.ttl.resourceAccessToken);
+    const signingKeys = config.idTokenSigningAlg ? await openSigningKeys(store.serverKeys, config.idTokenSigningAlg, signedLifetime) : undefined;
+    let opened: Promise<SigningKeys> | undefined = signingKeys && Promise.resolve(signingKeys);
+    const openKeys = () => {
+      opened ??= openSigningKeys(store.serverKeys, 'RS256', signedLifetime);
+      // A failed opening (the store away) is tried again by the next caller.
+      opened.catch(() => (opened = undefined));
+      return opened;
+    };
+    const resourceTokens = new ResourceTokens({ config, store, signingKeys: openKeys });
     const signInChanges = await watchSignInChanges(database);
     // The configured secrets, or else the one kept in the store (generated on first start).
     const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.serverKeys.jwtSecret(randomToken(48))]);
@@ -72,7 +94,11 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
       events,
       signInChanges,
       mailer,
-      verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize),
+      openSigningKeys: openKeys,
+      clientDocuments: new ClientDocuments(config.issuer),
+      clientKeySets: newClientKeySets(),
+      resourceTokens,
+      verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize, resourceTokens),
       lifecycle: { stopping: false },
     };
   } catch (err) {

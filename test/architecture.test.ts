@@ -21,6 +21,7 @@ const FLOORS: Record<string, number> = {
   oidc: 5,
   pages: 5,
   flows: 6,
+  clients: 6,
   tokens: 6,
   owners: 6,
   passkeys: 6,
@@ -70,14 +71,16 @@ const STORE_SLICES: Record<string, string[]> = {
   // The rules of a key and its registration, which the audit log records with who acted.
   'agent-keys': ['agentKeys', 'auditLog', 'serverKeys'],
   flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
-  tokens: ['clients', 'grants', 'grantAdmin', 'agents'],
+  // Clients that are documents (Client ID Metadata Documents, an agent's own) or registered themselves.
+  clients: ['clients', 'agents', 'agentKeys'],
+  tokens: ['clients', 'grants', 'grantAdmin', 'agents', 'resources'],
   owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners', 'agents'],
   logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],
-  // /authorize reads the website it starts a sign-in for; /readyz pings the store.
-  routes: ['clients', 'maintenance'],
-  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners'],
-  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries'],
+  // /authorize reads the website and the resource it starts a sign-in for; /readyz pings the store; the JWKS asks whether resources exist.
+  routes: ['clients', 'maintenance', 'resources'],
+  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners', 'resources'],
+  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries', 'resources'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,

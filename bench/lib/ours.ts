@@ -22,6 +22,8 @@ export interface TokenSet {
 
 export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 export const REDIRECT_URI = 'http://localhost:9/callback';
+/** The resource (an MCP server) the resource sign-ins are for; nothing listens there, its tokens are checked in the bench. */
+export const RESOURCE = 'https://mcp.bench.example/mcp';
 
 /**
  * Our server's environment for a run: quiet logs, no purge during the run, and no limits on the
@@ -62,11 +64,12 @@ export async function registerOurs(adminUrl: string) {
   const agent = await admin<OurAgent>(adminUrl, '/admin/agents', { email: 'bench-owner@example.com', name: 'Bench agent' });
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   await admin(adminUrl, `/admin/agents/${agent.agent_id}/keys`, { jwk: publicKey.export({ format: 'jwk' }) });
+  await admin(adminUrl, '/admin/resources', { resource: RESOURCE, name: 'Bench MCP', scopes: ['email'] });
   return { client, agent, keyed: { ...agent, key: await keyFromPrivateKey(privateKey) } };
 }
 
-/** GET /authorize as a browser: the request id from the page and the binding cookie. */
-export async function authorizePage(base: string, client: OurClient) {
+/** GET /authorize as a browser: the request id from the page and the binding cookie (for `resource`, RFC 8707, when given). */
+export async function authorizePage(base: string, client: OurClient, resource?: string) {
   const jar = new CookieJar();
   const { verifier, challenge } = pkce();
   const query = new URLSearchParams({
@@ -78,6 +81,7 @@ export async function authorizePage(base: string, client: OurClient) {
     code_challenge_method: 'S256',
     scope: 'openid email',
   });
+  if (resource) query.set('resource', resource);
   const page = await expectStatus(await fetch(`${base}/authorize?${query}`), 200);
   jar.store(page);
   const requestId = /<meta name="request-id" content="([^"]+)">/.exec(await page.text())?.[1];
@@ -111,14 +115,15 @@ export async function complete(base: string, jar: CookieJar, requestId: string):
 }
 
 /** authorize (browser), authenticate (agent), complete (browser): the code and its verifier. */
-export async function signInToCode(base: string, client: OurClient, agent: OurAgent) {
-  const { jar, verifier, requestId } = await authorizePage(base, client);
+export async function signInToCode(base: string, client: OurClient, agent: OurAgent, resource?: string) {
+  const { jar, verifier, requestId } = await authorizePage(base, client, resource);
   await authenticate(base, agent, requestId);
   return { code: await complete(base, jar, requestId), verifier };
 }
 
-export function codeExchangeBody(client: OurClient, code: string, verifier: string): string {
+export function codeExchangeBody(client: OurClient, code: string, verifier: string, resource?: string): string {
   return form({
+    ...(resource && { resource }),
     grant_type: 'authorization_code',
     code,
     redirect_uri: REDIRECT_URI,
@@ -136,8 +141,8 @@ export function introspectBody(client: ClientCredentials, token: string): string
   return form({ token, client_id: client.client_id, client_secret: client.client_secret });
 }
 
-export async function exchangeCode(base: string, client: OurClient, code: string, verifier: string): Promise<TokenSet> {
-  const res = await fetch(`${base}/token`, { method: 'POST', headers: FORM, body: codeExchangeBody(client, code, verifier) });
+export async function exchangeCode(base: string, client: OurClient, code: string, verifier: string, resource?: string): Promise<TokenSet> {
+  const res = await fetch(`${base}/token`, { method: 'POST', headers: FORM, body: codeExchangeBody(client, code, verifier, resource) });
   return (await (await expectStatus(res, 200)).json()) as TokenSet;
 }
 
@@ -152,5 +157,16 @@ export async function fullSignIn(base: string, client: OurClient, agent: OurAgen
   const tokens = await exchangeCode(base, client, code, verifier);
   const info = await userinfo(base, tokens.access_token);
   if (!info.email) throw new Error('userinfo without email');
+  return tokens;
+}
+
+/**
+ * The sign-in an MCP client makes for a resource, ending as the MCP server does: its JWT access token
+ * verified by the website kit (`verify`), with no call to us.
+ */
+export async function resourceSignIn(base: string, client: OurClient, agent: OurAgent, verify: (token: string) => Promise<unknown>) {
+  const { code, verifier } = await signInToCode(base, client, agent, RESOURCE);
+  const tokens = await exchangeCode(base, client, code, verifier, RESOURCE);
+  await verify(tokens.access_token);
   return tokens;
 }

@@ -1,17 +1,21 @@
 import { z } from 'zod';
 import { verifySecret } from '../crypto/secrets.js';
 import { InvalidClient, InvalidRequest } from '../errors.js';
-import type { StoredClientCredentials } from '../store/clients.js';
+import type { StoredClientCredentials, TokenEndpointAuthMethod } from '../store/clients.js';
 
 export interface AuthenticatedClient {
   client_id: string;
+  method: TokenEndpointAuthMethod;
 }
+
+/** RFC 7523 §2.2: the one client assertion type. */
+export const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
 /** A parameter of the client endpoints: a single string (one sent empty is dropped first, see omitEmptyParameters). */
 export const param = (max: number) => z.string().max(max).optional();
 
-/** Body fields of client_secret_post, shared by the schemas of the three endpoints. */
-export const clientCredentials = { client_id: param(200), client_secret: param(200) };
+/** Body fields of client_secret_post and private_key_jwt, shared by the schemas of the three endpoints. */
+export const clientCredentials = { client_id: param(200), client_secret: param(200), client_assertion_type: param(200), client_assertion: param(8192) };
 
 /**
  * The body of /introspect and /revoke. token_type_hint is accepted and ignored (RFC 7009 §2.1
@@ -19,8 +23,8 @@ export const clientCredentials = { client_id: param(200), client_secret: param(2
  */
 export const presentedTokenBody = z.object({ token: param(8192), token_type_hint: param(100), ...clientCredentials });
 
-/** The client_secret_post fields of a request body, when it has any. */
-export type CredentialFields = { client_id?: string; client_secret?: string } | null | undefined;
+/** The client authentication fields of a request body, when it has any. */
+export type CredentialFields = { client_id?: string; client_secret?: string; client_assertion_type?: string; client_assertion?: string } | null | undefined;
 
 // RFC 6749 §2.3.1: id and secret are form-urlencoded before they go into the Basic credentials.
 function formDecode(value: string): string {
@@ -57,6 +61,18 @@ export interface PresentedCredentials {
   id?: string;
   /** Empty when none was sent. */
   secret: string;
+  /** private_key_jwt: the client assertion (RFC 7523 §2.2), checked before the endpoint runs (src/clients/client-assertion.ts). */
+  assertion?: string;
+}
+
+/** The client an assertion names (its sub), unverified: only to know whose keys check it. */
+function assertedClient(assertion: string): string | undefined {
+  try {
+    const sub: unknown = JSON.parse(Buffer.from(assertion.split('.')[1] ?? '', 'base64url').toString()).sub;
+    return typeof sub === 'string' ? sub : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The client credentials a request presents, by HTTP Basic (`authorization`) or in the body. */
@@ -66,8 +82,13 @@ export function presentedCredentials(authorization: string | undefined, body: Cr
   if (basic && (body?.client_secret !== undefined || (body?.client_id !== undefined && body.client_id !== basic.id))) {
     throw new InvalidRequest('use one client authentication method: HTTP Basic or client_id and client_secret in the body');
   }
-  const id = basic?.id ?? body?.client_id;
-  return { id: id && id.length <= 200 ? id : undefined, secret: basic?.secret ?? body?.client_secret ?? '' };
+  const assertion = body?.client_assertion;
+  if (assertion !== undefined || body?.client_assertion_type !== undefined) {
+    if (basic || body?.client_secret !== undefined) throw new InvalidRequest('use one client authentication method');
+    if (body?.client_assertion_type !== JWT_BEARER || !assertion) throw new InvalidClient(`private_key_jwt needs client_assertion_type ${JWT_BEARER} and client_assertion`);
+  }
+  const id = basic?.id ?? body?.client_id ?? (assertion && assertedClient(assertion));
+  return { id: id && id.length <= 200 ? id : undefined, secret: basic?.secret ?? body?.client_secret ?? '', ...(assertion && { assertion }) };
 }
 
 /**
@@ -82,14 +103,26 @@ export interface ClientCall {
 
 /**
  * The one way a client authenticates: `stored` is the client the credentials name, as read from the
- * store. Sets and returns `call.client` if that client is active and the secret is its secret, or
- * throws invalid_client. Unknown client, inactive client and wrong secret cost the same hash work and
- * get the same answer. A second method (private_key_jwt, say) would be added here.
+ * store. Sets and returns `call.client` if that client is active and the call proves it, or throws
+ * invalid_client: its secret (client_secret_post; unknown client, inactive client and wrong secret
+ * cost the same hash work and get the same answer), nothing at all for a public client (`none`,
+ * which PKCE protects), or an assertion checked before the endpoint ran (private_key_jwt).
  */
 export function authenticateClient(call: ClientCall, stored: StoredClientCredentials | undefined): AuthenticatedClient {
+  const method = stored?.token_endpoint_auth_method ?? 'client_secret_post';
+  if (call.client || call.credentials.assertion !== undefined) {
+    if (!call.client || !stored?.active || stored.client_id !== call.client.client_id || method !== call.client.method) throw new InvalidClient();
+    return call.client;
+  }
   const { secret } = call.credentials;
+  if (method !== 'client_secret_post') {
+    // A public client presents its id alone; a private_key_jwt client without its assertion fails.
+    if (!stored?.active || method !== 'none' || secret) throw new InvalidClient();
+    call.client = { client_id: stored.client_id, method };
+    return call.client;
+  }
   const secretOk = verifySecret(secret, stored?.secret_hash);
   if (!stored || !secretOk || !stored.active || !secret) throw new InvalidClient();
-  call.client = { client_id: stored.client_id };
+  call.client = { client_id: stored.client_id, method };
   return call.client;
 }

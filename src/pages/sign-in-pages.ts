@@ -6,6 +6,12 @@ import { scopeGrantsEmail } from '../oauth/scopes.js';
 export interface SignInPageData {
   requestId: string;
   clientName: string;
+  /** The resource (MCP server) the tokens are for, by its registered name. */
+  resourceName?: string;
+  /** A client that is a metadata document: the host its client_id URL names, beside the name it gives itself. */
+  clientIdHost?: string;
+  /** Every redirect URI of the client is on this machine: anyone can publish such a document, so the page says so. */
+  loopbackOnly?: boolean;
   /** Where the code goes; its origin is shown to the agent (redirect-origin meta, window.authRequest). */
   redirectUri: string;
   scope: string;

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
+import { checkClientAssertion } from '../clients/client-assertion.js';
 import { InvalidClient } from '../errors.js';
 import { type ClientCall, type CredentialFields, presentedCredentials } from '../oauth/client-auth.js';
 import { byAddress, failureCounter } from './rate-limit.js';
@@ -70,6 +71,11 @@ export const clientEndpoints = fp(async function clientEndpoints(app: FastifyIns
   app.addHook('preParsing', (request, _reply, payload, done) => done(failuresPerAddress.refusal(request), payload));
   app.addHook('preValidation', omitEmptyParameters);
   app.addHook('preHandler', failuresPerClient.check);
+  // private_key_jwt: the assertion is checked (and its jti spent) before the endpoint reads anything.
+  app.addHook('preHandler', async (request) => {
+    const call = clientCall(request);
+    if (call.credentials.assertion !== undefined) await checkClientAssertion(app.services, call);
+  });
   app.addHook('onError', async (request, reply, error) => {
     if (!authenticated(request)) await countFailure(request, reply, error);
   });

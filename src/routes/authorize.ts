@@ -1,12 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidClient, InvalidRequest, UnsupportedResponseType } from '../errors.js';
+import { InvalidClient, InvalidRequest, InvalidTarget, UnsupportedResponseType } from '../errors.js';
 import { start } from '../flows/sign-in.js';
-import { parseScope } from '../oauth/scopes.js';
+import { agentOfDocument, resolveClient } from '../clients/metadata-document.js';
+import { isRegisteredRedirect, redirectToClient } from '../oauth/redirect.js';
+import { requestedResource } from '../oauth/resource-indicator.js';
+import { parseResourceScope, parseScope } from '../oauth/scopes.js';
 import { renderSignInPage } from '../pages/sign-in-pages.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { idText } from '../protocol/text.js';
+import type { Client } from '../store/clients.js';
 import { htmlPage, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
 // The longest value each parameter may have.
@@ -20,6 +24,7 @@ const MAX_LENGTH = {
   scope: 500,
   login_hint: 64,
   nonce: 500,
+  resource: 2000,
 };
 type Parameter = keyof typeof MAX_LENGTH;
 
@@ -42,10 +47,12 @@ const schema = {
     'sign-in page, which carries the request id for the agent (<meta name="request-id"> and window.authRequest) and ' +
     'binds the request to this browser with a cookie; once the agent has authenticated, the page moves on to ' +
     '/authorize/complete. scope defaults to "openid email profile". login_hint (an agent id): only that agent may ' +
-    'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token.',
+    'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token. resource (RFC 8707): a registered ' +
+    'resource (an MCP server) the tokens are for; unknown, malformed or sent twice, it is an error redirect (invalid_target).',
   querystring: querySchema,
   response: {
     200: htmlPage('The sign-in page'),
+    302: z.null().describe('Error redirect to redirect_uri with error=invalid_target, state and iss (RFC 8707 §2)'),
     400: htmlPage('Error page, never a redirect: invalid_request, invalid_client, unsupported_response_type or invalid_scope'),
     429: htmlPage(`Error page: ${RATE_LIMITED}`),
     503: htmlPage(`Error page: ${UNAVAILABLE}`),
@@ -69,10 +76,34 @@ function required(query: AuthorizeQuery, name: Parameter): string {
   return value;
 }
 
+/**
+ * What the page says of a client that registered itself or is a document (docs/protocol.md, "MCP
+ * clients"): the name is its own claim, so the host of its client_id URL goes beside it, and a
+ * client that can only redirect to this machine is flagged (a native app, or anyone's document).
+ */
+function describeClient(client: Client) {
+  if (client.registration === 'admin') return {};
+  const onLoopback = (uri: string) => ['localhost', '127.0.0.1', '[::1]'].includes(new URL(uri).hostname);
+  return {
+    clientIdHost: client.registration === 'metadata_document' ? new URL(client.client_id).host : undefined,
+    loopbackOnly: client.redirect_uris.every(onLoopback),
+  };
+}
+
 /** GET /authorize: validates the request, records it, binds it to this browser, shows the page. */
 export default async function authorizeRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { config, store } = app.services;
+
+  /** The registered resource a request names, if it names one (invalid_target otherwise). */
+  async function knownResource(value: string | string[] | undefined) {
+    if (typeof value === 'string' && value.length > MAX_LENGTH.resource) throw new InvalidTarget('resource is too long');
+    const named = requestedResource(value);
+    if (named === undefined) return undefined;
+    const found = await store.resources.get(named);
+    if (!found) throw new InvalidTarget(`unknown resource: ${named}`);
+    return found;
+  }
 
   const perIp = app.limiter('authorize-ip', config.rateLimits.authorizePerIp, byAddress);
 
@@ -80,11 +111,12 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     const query = request.query;
 
     const clientId = required(query, 'client_id');
-    const client = await store.clients.get(clientId);
+    const client = await resolveClient(app.services, clientId);
     if (!client || !client.active) throw new InvalidClient('unknown or inactive client', 400);
 
     const redirectUri = required(query, 'redirect_uri');
-    if (!client.redirect_uris.includes(redirectUri)) {
+    // Native clients (a metadata document, a dynamic registration) may redirect to any loopback port.
+    if (!isRegisteredRedirect(client.redirect_uris, redirectUri, client.registration !== 'admin')) {
       throw new InvalidRequest('redirect_uri is not registered for this client');
     }
 
@@ -99,12 +131,24 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     if (required(query, 'code_challenge_method') !== 'S256') {
       throw new InvalidRequest('code_challenge_method must be S256');
     }
-    const scope = parseScope(optional(query, 'scope')).join(' ');
-    const loginHint = optional(query, 'login_hint');
+    // RFC 8707 §2: once the redirect URI and state are known good, a bad resource goes back to the client.
+    let resource;
+    try {
+      resource = await knownResource(query.resource);
+    } catch (err) {
+      if (!(err instanceof InvalidTarget)) throw err;
+      const error = { error: err.error, error_description: err.description, state, iss: config.issuer };
+      return reply.redirect(redirectToClient(redirectUri, error), 302);
+    }
+    const asked = optional(query, 'scope');
+    const scope = (resource ? parseResourceScope(asked, resource.scopes) : parseScope(asked)).join(' ');
+    // An agent's own document names the one agent that may sign in through it.
+    const loginHint = agentOfDocument(config.issuer, client.client_id) ?? optional(query, 'login_hint');
     if (loginHint !== undefined && !agentId.safeParse(loginHint).success) throw new InvalidRequest('login_hint must be an agent id');
     // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
     const nonce = config.idTokenSigningAlg ? optional(query, 'nonce') : undefined;
 
+    if (client.registration === 'dynamic') await store.clients.markUsed(client.client_id);
     const created = await start(
       app.services,
       {
@@ -115,6 +159,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
         scope,
         login_hint: loginHint ?? null,
         nonce: nonce ?? null,
+        resource: resource?.resource ?? null,
       },
       { log: request.log },
     );
@@ -122,6 +167,8 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     return renderSignInPage(reply, 'waiting', {
       requestId: created.id,
       clientName: client.name,
+      resourceName: resource?.name,
+      ...describeClient(client),
       redirectUri,
       scope,
       expiresAt: created.expires_at,

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { CLIENT_ASSERTION_ALGORITHMS } from '../clients/client-assertion.js';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
 import { AGENT_ASSERTION, AGENT_AUTHENTICATION_METHODS } from '../protocol/sign-in.js';
 import { SIGNING_ALGS } from '../protocol/signing.js';
@@ -25,13 +26,21 @@ const metadataSchema = z.object({
   revocation_endpoint_auth_methods_supported: values,
   agent_authentication_methods_supported: values,
   agent_assertion_signing_alg_values_supported: values,
+  resource_indicators_supported: z.boolean(),
+  token_endpoint_auth_signing_alg_values_supported: values,
+  client_id_metadata_document_supported: z.boolean(),
+  registration_endpoint: url.optional(),
 });
+
+// client_secret_post first: the method of the websites an operator registers (docs/protocol.md).
+const CLIENT_AUTH_METHODS = ['client_secret_post', 'none', 'private_key_jwt'];
 
 /**
  * RFC 8414 metadata: the fields docs/protocol.md lists, plus RFC 9207 `iss` support, the auth
- * methods, and how agents may authenticate (both documents carry it).
+ * methods, and how agents may authenticate (both documents carry it). `registration`: dynamic
+ * registration is open (DYNAMIC_REGISTRATION).
  */
-export function authorizationServerMetadata(issuer: string): z.infer<typeof metadataSchema> {
+export function authorizationServerMetadata(issuer: string, registration: boolean): z.infer<typeof metadataSchema> {
   return {
     issuer,
     authorization_endpoint: `${issuer}/authorize`,
@@ -42,14 +51,20 @@ export function authorizationServerMetadata(issuer: string): z.infer<typeof meta
     jwks_uri: `${issuer}/.well-known/jwks.json`,
     response_types_supported: ['code'],
     grant_types_supported: ['authorization_code', 'refresh_token'],
-    token_endpoint_auth_methods_supported: ['client_secret_post'],
+    token_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     code_challenge_methods_supported: ['S256'],
     scopes_supported: [...SUPPORTED_SCOPES],
     authorization_response_iss_parameter_supported: true,
-    introspection_endpoint_auth_methods_supported: ['client_secret_post'],
-    revocation_endpoint_auth_methods_supported: ['client_secret_post'],
+    introspection_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
+    revocation_endpoint_auth_methods_supported: CLIENT_AUTH_METHODS,
     agent_authentication_methods_supported: [...AGENT_AUTHENTICATION_METHODS],
     agent_assertion_signing_alg_values_supported: [...AGENT_ASSERTION.algorithms],
+    // RFC 8707: tokens for registered resources (docs/protocol.md, "Resources").
+    resource_indicators_supported: true,
+    token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGORITHMS],
+    // draft-ietf-oauth-client-id-metadata-document and RFC 7591 (docs/protocol.md, "MCP clients").
+    client_id_metadata_document_supported: true,
+    ...(registration && { registration_endpoint: `${issuer}/register` }),
   };
 }
 
@@ -76,9 +91,9 @@ const ID_TOKEN_CLAIMS = ['iss', 'sub', 'aud', 'azp', 'iat', 'exp', 'auth_time', 
  * scope, so that no client takes the server for an OpenID Provider and waits for an ID token
  * (docs/interop.md).
  */
-export function discoveryMetadata(issuer: string, oidc: boolean): z.infer<typeof discoverySchema> {
-  const metadata = authorizationServerMetadata(issuer);
-  return oidc ? openidMetadata(issuer) : { ...metadata, scopes_supported: metadata.scopes_supported.filter((s) => s !== 'openid') };
+export function discoveryMetadata(issuer: string, oidc: boolean, registration: boolean): z.infer<typeof discoverySchema> {
+  const metadata = authorizationServerMetadata(issuer, registration);
+  return oidc ? openidMetadata(issuer, registration) : { ...metadata, scopes_supported: metadata.scopes_supported.filter((s) => s !== 'openid') };
 }
 
 /**
@@ -86,9 +101,9 @@ export function discoveryMetadata(issuer: string, oidc: boolean): z.infer<typeof
  * can validate every ID token: all three algorithms are listed (a website may register any),
  * RS256 first, the one clients assume (OpenID Connect Discovery §3).
  */
-function openidMetadata(issuer: string): z.infer<typeof openidSchema> {
+function openidMetadata(issuer: string, registration: boolean): z.infer<typeof openidSchema> {
   return {
-    ...authorizationServerMetadata(issuer),
+    ...authorizationServerMetadata(issuer, registration),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...SIGNING_ALGS],
     response_modes_supported: ['query'],
@@ -116,10 +131,12 @@ const publishedKey = z.object({
 });
 
 export default async function metadataRoutes(app: FastifyInstance) {
-  const { config, signingKeys } = app.services;
+  const { config, store, openSigningKeys } = app.services;
+  const oidcKeys = app.services.signingKeys;
   const oidc = config.idTokenSigningAlg !== undefined;
-  const metadata = oidc ? openidMetadata(config.issuer) : authorizationServerMetadata(config.issuer);
-  const discovery = discoveryMetadata(config.issuer, oidc);
+  const registration = config.dynamicRegistration.open;
+  const metadata = oidc ? openidMetadata(config.issuer, registration) : authorizationServerMetadata(config.issuer, registration);
+  const discovery = discoveryMetadata(config.issuer, oidc, registration);
   app.get(
     '/.well-known/oauth-authorization-server',
     {
@@ -145,18 +162,29 @@ export default async function metadataRoutes(app: FastifyInstance) {
     },
     async () => discovery,
   );
-  // Access tokens are HS256 (a shared secret, never published); only ID token keys appear here.
+  // Websites' access tokens are HS256 (a shared secret, never published). The keys appear here in
+  // OpenID Connect mode (ID tokens) and once a resource is registered (its JWT access tokens): a
+  // resource seen is believed for a second (anyone may ask, as often as they like); none seen is
+  // asked again, so the keys appear as soon as the first resource does.
+  let resourcesSeenAt = -Infinity;
+  const publishing = async () => {
+    if (oidcKeys || Date.now() - resourcesSeenAt < 1000) return true;
+    if (!(await store.resources.any())) return false;
+    resourcesSeenAt = Date.now();
+    return true;
+  };
   app.get(
     '/.well-known/jwks.json',
     {
       schema: {
         tags: ['discovery'],
         description:
-          'The JSON Web Key Set: the public keys that sign ID tokens (OpenID Connect mode), current and recently ' +
-          'retired; empty otherwise, since access tokens are signed with a shared secret (HS256).',
+          'The JSON Web Key Set: the public keys that sign ID tokens (OpenID Connect mode) and the access tokens of ' +
+          "resources (once one is registered), current and recently retired; empty otherwise, since websites' access " +
+          'tokens are signed with a shared secret (HS256).',
         response: { 200: z.object({ keys: z.array(publishedKey) }) },
       },
     },
-    async () => ({ keys: signingKeys ? await signingKeys.published() : [] }),
+    async () => ({ keys: (await publishing()) ? await (await openSigningKeys()).published() : [] }),
   );
 }

@@ -16,6 +16,8 @@ const tokenEndpointBody = z.object({
   code_verifier: param(512),
   refresh_token: param(512),
   scope: param(1000),
+  // Several values are refused (invalid_target), so both shapes pass the schema.
+  resource: z.union([param(2000), z.array(z.string().max(2000)).max(10)]),
   ...clientCredentials,
 });
 
@@ -24,14 +26,15 @@ const schema = {
   description:
     'Exchanges an authorization code (grant_type=authorization_code with code, redirect_uri and the PKCE code_verifier) ' +
     'or a refresh token (grant_type=refresh_token, optionally with a narrower scope) for an access token and a new ' +
-    'refresh token. The client authenticates with client_id and client_secret in the body, or with HTTP Basic.',
+    'refresh token. The client authenticates with client_id and client_secret in the body, or with HTTP Basic. resource ' +
+    '(RFC 8707): the registered resource of the sign-in (or leave it out), for its JWT access token.',
   consumes: FORM_OR_JSON,
   security: CLIENT_AUTH,
   body: tokenEndpointBody,
   response: {
     200: tokenResponseSchema,
     ...errorResponses({
-      400: "invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client's), unsupported_grant_type or invalid_scope (RFC 6749 §5.2)",
+      400: "invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client's), unsupported_grant_type, invalid_scope (RFC 6749 §5.2) or invalid_target (RFC 8707)",
       401: 'invalid_client: unknown or inactive client, or wrong secret',
       ...BODY_REFUSED,
       429: RATE_LIMITED,

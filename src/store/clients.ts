@@ -2,10 +2,17 @@ import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
 
+/** How a client came to be: an operator registered it, it is a Client ID Metadata Document, or it registered itself (RFC 7591). */
+export type Registration = 'admin' | 'metadata_document' | 'dynamic';
+/** How it authenticates at /token, /introspect and /revoke. */
+export type TokenEndpointAuthMethod = 'client_secret_post' | 'none' | 'private_key_jwt';
+
 export interface Client {
   client_id: string;
   name: string;
   redirect_uris: string[];
+  registration: Registration;
+  token_endpoint_auth_method: TokenEndpointAuthMethod;
   /** The algorithm of its ID tokens and logout tokens; null: ID_TOKEN_SIGNING_ALG. */
   id_token_signed_response_alg: SigningAlg | null;
   /** Where it hears that a grant ended (OpenID Connect Back-Channel Logout 1.0); null: nowhere. */
@@ -20,11 +27,29 @@ export interface StoredClientCredentials {
   client_id: string;
   secret_hash: string;
   active: boolean;
+  /** Absent: client_secret_post. */
+  token_endpoint_auth_method?: TokenEndpointAuthMethod;
 }
 
-export interface ClientWithSecretHash extends Client, StoredClientCredentials {}
+/** A client's public keys for private_key_jwt (RFC 7523): a JWK Set, or where to fetch one. */
+export interface ClientKeys {
+  jwks: { keys: unknown[] } | null;
+  jwks_uri: string | null;
+}
 
-const COLUMNS = 'id AS client_id, name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, active, created_at, updated_at';
+/** A client that is not a website an operator registered: the fields of its document or registration. */
+export interface PublicClientFields extends ClientKeys {
+  name: string;
+  redirect_uris: string[];
+  token_endpoint_auth_method: 'none' | 'private_key_jwt';
+}
+
+export interface ClientWithSecretHash extends Client {
+  secret_hash: string;
+}
+
+const COLUMNS =
+  'id AS client_id, name, redirect_uris, registration, token_endpoint_auth_method, id_token_signed_response_alg, backchannel_logout_uri, active, created_at, updated_at';
 
 /** What a registration sets; in a patch, null clears an optional field. */
 export interface ClientFields {
@@ -33,6 +58,9 @@ export interface ClientFields {
   id_token_signed_response_alg?: SigningAlg | null;
   backchannel_logout_uri?: string | null;
 }
+
+// Clients without a shared secret: the digest of one nobody is ever told (migrations/061).
+const unknownSecretHash = () => sha256(generateSecret('aa_none'));
 
 export function createClientStore(db: Db) {
   return {
@@ -97,6 +125,58 @@ export function createClientStore(db: Db) {
         sha256(clientSecret),
       ]);
       return rows[0] ? { ...rows[0], client_secret: clientSecret } : undefined;
+    },
+
+    /**
+     * A Client ID Metadata Document as just fetched (its URL is the id): recorded, or brought up to
+     * date. An operator's deactivation stays. Undefined when the id is taken by another kind of client.
+     */
+    async keepDocument(id: string, fields: PublicClientFields): Promise<Client | undefined> {
+      const { rows } = await db.query<Client>(
+        `INSERT INTO clients (id, name, secret_hash, redirect_uris, registration, token_endpoint_auth_method, jwks, jwks_uri)
+         VALUES ($1, $2, $3, $4, 'metadata_document', $5, $6, $7)
+         ON CONFLICT (id) DO UPDATE SET name = $2, redirect_uris = $4, token_endpoint_auth_method = $5, jwks = $6, jwks_uri = $7, updated_at = now()
+           WHERE clients.registration = 'metadata_document'
+         RETURNING ${COLUMNS}`,
+        [id, fields.name, unknownSecretHash(), fields.redirect_uris, fields.token_endpoint_auth_method, fields.jwks, fields.jwks_uri],
+      );
+      return rows[0];
+    },
+
+    /** A dynamic registration (RFC 7591): a public client with a new id. */
+    async register(fields: Pick<PublicClientFields, 'name' | 'redirect_uris'>): Promise<Client> {
+      const { rows } = await db.query<Client>(
+        `INSERT INTO clients (id, name, secret_hash, redirect_uris, registration, token_endpoint_auth_method)
+         VALUES ($1, $2, $3, $4, 'dynamic', 'none') RETURNING ${COLUMNS}`,
+        [generateId('client'), fields.name, unknownSecretHash(), fields.redirect_uris],
+      );
+      return rows[0];
+    },
+
+    /** A dynamic registration has started a sign-in: it is no longer purged as unused. */
+    async markUsed(id: string): Promise<void> {
+      await db.query(`UPDATE clients SET first_used_at = now() WHERE id = $1 AND first_used_at IS NULL`, [id]);
+    },
+
+    /** A client's keys for private_key_jwt, if it authenticates so and is active. */
+    async assertionKeys(id: string): Promise<ClientKeys | undefined> {
+      const { rows } = await db.query<ClientKeys>(
+        `SELECT jwks, jwks_uri FROM clients WHERE id = $1 AND active AND token_endpoint_auth_method = 'private_key_jwt'`,
+        [id],
+      );
+      return rows[0];
+    },
+
+    /**
+     * Spends a client assertion's jti (RFC 7523 §3: single use), kept until `keepUntil`; false when it
+     * was spent already, by whichever instance saw it first.
+     */
+    async spendAssertion(id: string, jti: string, keepUntil: Date): Promise<boolean> {
+      const { rowCount } = await db.query(
+        `INSERT INTO client_assertion_jtis (client_id, jti, expires_at) VALUES ($1, $2, $3) ON CONFLICT (client_id, jti) DO NOTHING`,
+        [id, jti, keepUntil],
+      );
+      return rowCount === 1;
     },
 
     async remove(id: string): Promise<boolean> {

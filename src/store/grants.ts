@@ -1,7 +1,7 @@
 import type { GrantCache } from '../cache/grant-cache.js';
 import type { Db, Queryable } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
-import type { StoredClientCredentials } from './clients.js';
+import type { StoredClientCredentials, TokenEndpointAuthMethod } from './clients.js';
 
 /** What the access-token checks need to know about a live grant, read in one statement (and kept by the grant cache). */
 export interface LiveGrant {
@@ -43,6 +43,10 @@ export interface RedeemedCode {
   email_verified: boolean;
   /** The website's registered ID token algorithm (null: the server's default). */
   id_token_signed_response_alg: SigningAlg | null;
+  /** The resource the sign-in asked for (RFC 8707), null for the website itself. */
+  resource: string | null;
+  /** False when the token request named another resource than the sign-in: nothing was issued. */
+  resource_matches: boolean;
 }
 
 /** What an access token is signed from: one grant, i.e. one sign-in of one agent at one client. */
@@ -53,6 +57,10 @@ export interface GrantSubject {
   model: string;
   /** The scope of the refresh token involved (the grant's scope; refreshes never change it). */
   scope: string;
+  /** The resource its tokens are for (RFC 8707); null or absent: the website itself. */
+  resource?: string | null;
+  /** The owner's email, read with a resource grant only: its JWT may carry it. */
+  email?: string | null;
 }
 
 export interface ActiveRefreshToken extends GrantSubject {
@@ -135,7 +143,7 @@ const liveGrant = (grantId: string) =>
    FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = a.user_id
    WHERE g.id = ${grantId} AND ${LIVE_GRANT}`;
 const refreshToken = (tokenHash: string, clientId: string) =>
-  `SELECT g.id AS grant_id, g.client_id, g.agent_id, g.model, rt.scope, rt.created_at, rt.expires_at
+  `SELECT g.id AS grant_id, g.client_id, g.agent_id, g.model, g.resource, rt.scope, rt.created_at, rt.expires_at
    FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
    WHERE rt.token_hash = ${tokenHash} AND g.client_id = ${clientId} AND rt.used_at IS NULL AND rt.expires_at > now()
      AND ${LIVE_GRANT}`;
@@ -149,8 +157,24 @@ const REFRESHED_GRANT = (refreshTtl: string, accessTtl: string) =>
    expires_at = CASE WHEN expires_at >= now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int)) THEN expires_at
                      ELSE now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int) * 1.1) END`;
 
+/** The rotation statements' resource condition ($8): a refresh may name its grant's resource, never another (RFC 8707 §2.2). */
+const SAME_RESOURCE = `($8::text IS NULL OR g.resource = $8)`;
+// A resource's token may carry the owner's email (src/tokens/resource-tokens.ts): read with a resource grant only.
+const RESOURCE_EMAIL = `CASE WHEN g.resource IS NOT NULL THEN (SELECT u.email FROM users u WHERE u.id = a.user_id) END`;
+
+/** What both rotation statements take. */
+export interface Rotation {
+  tokenHash: string;
+  clientId: string;
+  newTokenHash: string;
+  lifetimes: TokenLifetimes;
+  scope?: string[];
+  /** The resource the refresh names (canonical); undefined: the grant's own. */
+  resource?: string;
+}
+
 /** $1 to $6 of both rotation statements: the token, its client, its successor, the lifetimes, the scope asked for. */
-const rotationParams = (input: { tokenHash: string; clientId: string; newTokenHash: string; lifetimes: TokenLifetimes; scope?: string[] }) => [
+const rotationParams = (input: Rotation) => [
   input.tokenHash,
   input.clientId,
   input.newTokenHash,
@@ -171,15 +195,21 @@ export function createGrantStore(db: Db, cache: StoreCache) {
    * `present` is a column that row always has, so its NULL means no row.
    */
   async function introspected<T>(clientId: string, lookup: string, params: unknown[], present: keyof T & string) {
-    type Row = T & { asking_client_id: string; asking_secret_hash: string; asking_active: boolean };
+    type Row = T & { asking_client_id: string; asking_secret_hash: string; asking_active: boolean; asking_method: TokenEndpointAuthMethod };
     const { rows } = await db.query<Row>(
-      `SELECT c.id AS asking_client_id, c.secret_hash AS asking_secret_hash, c.active AS asking_active, t.*
+      `SELECT c.id AS asking_client_id, c.secret_hash AS asking_secret_hash, c.active AS asking_active,
+         c.token_endpoint_auth_method AS asking_method, t.*
        FROM clients c LEFT JOIN LATERAL (${lookup}) t ON true WHERE c.id = $1`,
       [clientId, ...params],
     );
     if (!rows[0]) return undefined;
-    const { asking_client_id, asking_secret_hash, asking_active, ...token } = rows[0];
-    const client = { client_id: asking_client_id, secret_hash: asking_secret_hash, active: asking_active };
+    const { asking_client_id, asking_secret_hash, asking_active, asking_method, ...token } = rows[0];
+    const client: StoredClientCredentials = {
+      client_id: asking_client_id,
+      secret_hash: asking_secret_hash,
+      active: asking_active,
+      token_endpoint_auth_method: asking_method,
+    };
     return { client, token: (token as T)[present] === null ? undefined : (token as T) };
   }
 
@@ -201,19 +231,23 @@ export function createGrantStore(db: Db, cache: StoreCache) {
       grantId: string;
       refreshTokenHash: string;
       lifetimes: TokenLifetimes;
+      /** The resource the token request names; undefined: the one of the sign-in, if any. */
+      resource?: string;
     }): Promise<RedeemedCode | undefined> {
       const { rows } = await db.query<RedeemedCode>(
         `WITH spent AS (
            UPDATE auth_codes ac SET used_at = now(),
-             grant_id = CASE WHEN a.active AND ac.redirect_uri = $3 AND ac.code_challenge = $4 THEN $5 END
+             grant_id = CASE WHEN a.active AND ac.redirect_uri = $3 AND ac.code_challenge = $4
+                               AND ($9::text IS NULL OR ac.resource IS NOT DISTINCT FROM $9) THEN $5 END
            FROM agents a
            WHERE ac.code_hash = $1 AND ac.client_id = $2 AND ac.used_at IS NULL AND ac.expires_at > now()
              AND a.id = ac.agent_id
-           RETURNING ac.request_id, ac.client_id, ac.agent_id, a.user_id, ac.scope, ac.model, ac.grant_id,
-             a.active AS agent_active, ac.redirect_uri = $3 AS redirect_uri_matches, ac.code_challenge = $4 AS verifier_matches
+           RETURNING ac.request_id, ac.client_id, ac.agent_id, a.user_id, ac.scope, ac.model, ac.grant_id, ac.resource,
+             a.active AS agent_active, ac.redirect_uri = $3 AS redirect_uri_matches, ac.code_challenge = $4 AS verifier_matches,
+             ($9::text IS NULL OR ac.resource IS NOT DISTINCT FROM $9) AS resource_matches
          ), g AS (
-           INSERT INTO grants (id, client_id, agent_id, user_id, request_id, scope, model, expires_at)
-           SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model,
+           INSERT INTO grants (id, client_id, agent_id, user_id, request_id, scope, model, resource, expires_at)
+           SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model, resource,
              now() + make_interval(secs => greatest($7::int, $8::int))
            FROM spent WHERE grant_id IS NOT NULL
            RETURNING id, scope
@@ -221,7 +255,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
            SELECT $6, id, scope, now() + make_interval(secs => $7::int) FROM g
          )
-         SELECT s.agent_id, s.scope, s.model, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
+         SELECT s.agent_id, s.scope, s.model, s.resource, s.resource_matches, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
            s.grant_id IS NOT NULL AS issued,
            floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email, c.id_token_signed_response_alg,
            u.email_verified_at IS NOT NULL AS email_verified
@@ -235,6 +269,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
           input.refreshTokenHash,
           input.lifetimes.refreshToken,
           input.lifetimes.accessToken,
+          input.resource ?? null,
         ],
       );
       return rows[0];
@@ -255,31 +290,32 @@ export function createGrantStore(db: Db, cache: StoreCache) {
      * Undefined when the token is unknown, spent, expired, of another client, of a dead grant, when
      * the client's secret does not match, or when the scope was refused (the caller finds out which).
      */
-    async rotateRefreshToken(input: {
-      tokenHash: string;
-      clientId: string;
-      /** SHA-256 of the secret the client presented: the token is spent only if it matches. */
-      clientSecretHash: string;
-      newTokenHash: string;
-      lifetimes: TokenLifetimes;
-      scope?: string[];
-    }): Promise<(GrantSubject & { client: StoredClientCredentials }) | undefined> {
+    async rotateRefreshToken(
+      input: Rotation & {
+        /**
+         * SHA-256 of the secret the client presented: the token is spent only if it matches. Null for a
+         * client that has authenticated otherwise already (a public client, private_key_jwt).
+         */
+        clientSecretHash: string | null;
+      },
+    ): Promise<(GrantSubject & { client: StoredClientCredentials }) | undefined> {
       const { rows } = await db.query<GrantSubject & { secret_hash: string; client_active: boolean }>(
         `WITH spent AS (
            UPDATE refresh_tokens rt SET used_at = now()
            FROM grants g ${GRANT_JOINS}
            WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > now()
-             AND g.id = rt.grant_id AND g.client_id = $2 AND c.secret_hash = $7 AND ${LIVE_GRANT}
-             AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
-           RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model, c.secret_hash, c.active AS client_active
+             AND g.id = rt.grant_id AND g.client_id = $2 AND ($7::text IS NULL OR c.secret_hash = $7) AND ${LIVE_GRANT}
+             AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' ')) AND ${SAME_RESOURCE}
+           RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model, g.resource, ${RESOURCE_EMAIL} AS email,
+             c.secret_hash, c.active AS client_active
          ), successor AS (
            INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
            SELECT $3, grant_id, scope, now() + make_interval(secs => $4::int) FROM spent
          ), refreshed AS (
            UPDATE grants SET ${REFRESHED_GRANT('$4', '$5')} FROM spent WHERE grants.id = spent.grant_id
          )
-         SELECT grant_id, client_id, agent_id, model, scope, secret_hash, client_active FROM spent`,
-        [...rotationParams(input), input.clientSecretHash],
+         SELECT grant_id, client_id, agent_id, model, scope, resource, email, secret_hash, client_active FROM spent`,
+        [...rotationParams(input), input.clientSecretHash, input.resource ?? null],
       );
       if (!rows[0]) return undefined;
       // The client as the statement read it, for the caller to authenticate as every client endpoint does.
@@ -298,20 +334,17 @@ export function createGrantStore(db: Db, cache: StoreCache) {
      * Undefined when the token does not qualify (the caller treats it as reuse); `issued: false` when
      * it qualified but a concurrent retry discarded the same successor first.
      */
-    async rotateRetriedRefreshToken(input: {
-      tokenHash: string;
-      /** Already authenticated. */
-      clientId: string;
-      newTokenHash: string;
-      lifetimes: TokenLifetimes;
-      scope?: string[];
-      reuseIntervalSeconds: number;
-    }): Promise<(GrantSubject & { issued: boolean }) | undefined> {
+    async rotateRetriedRefreshToken(
+      input: Rotation & {
+        /** Already authenticated. */
+        reuseIntervalSeconds: number;
+      },
+    ): Promise<(GrantSubject & { issued: boolean }) | undefined> {
       const { rows } = await db.query<GrantSubject & { issued: boolean }>(
         `WITH retried AS (
-           SELECT rt.grant_id, rt.scope, rt.used_at, g.client_id, g.agent_id, g.model
+           SELECT rt.grant_id, rt.scope, rt.used_at, g.client_id, g.agent_id, g.model, g.resource, ${RESOURCE_EMAIL} AS email
            FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
-           WHERE rt.token_hash = $1 AND g.client_id = $2 AND ${LIVE_GRANT}
+           WHERE rt.token_hash = $1 AND g.client_id = $2 AND ${LIVE_GRANT} AND ${SAME_RESOURCE}
              AND NOT rt.discarded AND rt.used_at > now() - make_interval(secs => $7::int)
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
              AND NOT EXISTS (SELECT 1 FROM refresh_tokens later WHERE later.grant_id = rt.grant_id AND later.used_at > rt.used_at)
@@ -326,8 +359,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            UPDATE grants SET ${REFRESHED_GRANT('$4', '$5')}
            FROM retried WHERE grants.id = retried.grant_id AND EXISTS (SELECT 1 FROM discarded)
          )
-         SELECT grant_id, client_id, agent_id, model, scope, EXISTS (SELECT 1 FROM discarded) AS issued FROM retried`,
-        [...rotationParams(input), input.reuseIntervalSeconds],
+         SELECT grant_id, client_id, agent_id, model, scope, resource, email, EXISTS (SELECT 1 FROM discarded) AS issued FROM retried`,
+        [...rotationParams(input), input.reuseIntervalSeconds, input.resource ?? null],
       );
       return rows[0];
     },

@@ -14,6 +14,7 @@ import { createOwnerAgentStore } from './owner-agents.js';
 import { createOwnerSessionStore } from './owner-sessions.js';
 import { createOwnerStore } from './owners.js';
 import { createPasskeyStore } from './passkeys.js';
+import { createResourceStore } from './resources.js';
 import { createServerKeyStore } from './server-keys.js';
 import { createSignInStore } from './sign-ins.js';
 
@@ -37,6 +38,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     passkeys: createPasskeyStore(db),
     approvals: createApprovalStore(db),
     logoutDeliveries: createLogoutDeliveryStore(db),
+    resources: createResourceStore(db),
   };
 }
 

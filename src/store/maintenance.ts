@@ -15,6 +15,9 @@ const TARGETS: { table: string; expired: string }[] = [
   // Kept a day, past their 15 minutes, so that the limit per email can count them.
   { table: 'owner_email_links', expired: `created_at < now() - interval '1 day'` },
   { table: 'agent_assertion_jtis', expired: 'expires_at < now()' },
+  { table: 'client_assertion_jtis', expired: 'expires_at < now()' },
+  // Dynamic registrations (RFC 7591) that never started a sign-in, after $3 seconds: anyone may make one.
+  { table: 'clients', expired: `registration = 'dynamic' AND first_used_at IS NULL AND created_at < now() - make_interval(secs => $3)` },
   // A passkey ceremony's challenge is used once within minutes; an abandoned one is no use to anyone.
   { table: 'webauthn_challenges', expired: 'expires_at < now()' },
   // Retired ID token keys, once no token they signed is valid (the current key has no expiry).
@@ -34,6 +37,8 @@ const TARGETS: { table: string; expired: string }[] = [
 export interface AuditRetention {
   auditRetentionDays: number;
   auditRetentionWithoutAgentDays: number;
+  /** DYNAMIC_REGISTRATION_UNUSED_TTL_SECONDS (default: a day). */
+  unusedRegistrationSeconds?: number;
 }
 
 /** Housekeeping statements: the purge of expired rows and the store's liveness probe. */
@@ -49,10 +54,13 @@ export function createMaintenanceStore(db: Db) {
     async deleteExpired(table: string, batch: number, retention: AuditRetention): Promise<number> {
       const target = TARGETS.find((t) => t.table === table);
       if (!target) throw new Error(`no purge rule for table ${table}`);
-      // Only the parameters the rule uses ($1, or $1 and $2): PostgreSQL refuses untyped extras.
-      const params = [retention.auditRetentionDays, retention.auditRetentionWithoutAgentDays].filter((_, i) => target.expired.includes(`$${i + 1}`));
+      // Only the parameters the rule uses ($1, $1 and $2, or $3 alone, renumbered $1): PostgreSQL refuses untyped extras.
+      const all = [retention.auditRetentionDays, retention.auditRetentionWithoutAgentDays, retention.unusedRegistrationSeconds ?? 86400];
+      const used = all.flatMap((value, i) => (target.expired.includes(`$${i + 1}`) ? [{ value, i }] : []));
+      const expired = used.reduce((text, { i }, n) => text.replaceAll(`$${i + 1}`, `$${n + 1}`), target.expired);
+      const params = used.map((u) => u.value);
       const { rowCount } = await db.query(
-        `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${target.expired} LIMIT ${Number(batch)}))`,
+        `DELETE FROM ${table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${table} WHERE ${expired} LIMIT ${Number(batch)}))`,
         params,
       );
       return rowCount;

@@ -47,6 +47,8 @@ export interface NewSignIn {
   login_hint: string | null;
   /** OpenID Connect mode: echoed in the ID token. */
   nonce: string | null;
+  /** The resource (RFC 8707) its tokens are for, canonical; null: the website itself. */
+  resource?: string | null;
 }
 
 // Ran out of time while it could still have moved on; a completed one stays completed.
@@ -102,8 +104,8 @@ export function createSignInStore(db: Db) {
   return {
     async create(input: NewSignIn, ttlSeconds: number): Promise<{ id: string; expires_at: Date }> {
       const { rows } = await db.query<{ id: string; expires_at: Date }>(
-        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10)) RETURNING id, expires_at`,
+        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, resource, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, now() + make_interval(secs => $10)) RETURNING id, expires_at`,
         [
           generateId('req'),
           input.client_id,
@@ -115,6 +117,7 @@ export function createSignInStore(db: Db) {
           input.login_hint,
           input.nonce,
           ttlSeconds,
+          input.resource ?? null,
         ],
       );
       return rows[0];
@@ -191,7 +194,7 @@ export function createSignInStore(db: Db) {
         `WITH done AS (
            UPDATE auth_requests SET status = 'completed', completed_at = now()
            WHERE id = $1 AND browser_hash = $2 AND status = 'authenticated' AND approval IS DISTINCT FROM 'pending' AND expires_at > now()
-           RETURNING id, client_id, agent_id, redirect_uri, state, code_challenge, scope, model
+           RETURNING id, client_id, agent_id, redirect_uri, state, code_challenge, scope, model, resource
          ), undelivered AS (
            -- Both branches read the request as it was before this statement: at most one applies.
            -- The request is checked once, before auth_codes is read at all (an uncorrelated EXISTS),
@@ -201,12 +204,12 @@ export function createSignInStore(db: Db) {
                          WHERE r.id = $1 AND r.browser_hash = $2 AND r.status = 'completed' AND r.expires_at > now())
              AND c.request_id = $1 AND c.used_at IS NULL AND c.expires_at > now()
            RETURNING c.request_id AS id, c.client_id, c.agent_id, c.redirect_uri, (SELECT state FROM auth_requests WHERE id = $1) AS state,
-             c.code_challenge, c.scope, c.model
+             c.code_challenge, c.scope, c.model, c.resource
          ), issued AS (
            SELECT *, false AS again FROM done UNION ALL SELECT *, true AS again FROM undelivered
          ), code AS (
-           INSERT INTO auth_codes (code_hash, request_id, client_id, agent_id, redirect_uri, code_challenge, scope, model, expires_at)
-           SELECT $3, id, client_id, agent_id, redirect_uri, code_challenge, scope, model, now() + make_interval(secs => $4)
+           INSERT INTO auth_codes (code_hash, request_id, client_id, agent_id, redirect_uri, code_challenge, scope, model, resource, expires_at)
+           SELECT $3, id, client_id, agent_id, redirect_uri, code_challenge, scope, model, resource, now() + make_interval(secs => $4)
            FROM issued
          )
          SELECT redirect_uri, state, client_id, agent_id, model, again FROM issued`,

@@ -6,6 +6,8 @@ import { grantIdOf } from '../oauth/access-token.js';
 import { authenticateClient, type ClientCall } from '../oauth/client-auth.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
 import type { Store } from '../store/index.js';
+import { authenticateCaller } from './client-authentication.js';
+import { isResourceToken } from './resource-tokens.js';
 import type { VerifiedAccessToken, VerifiedAccessTokens } from './verified-access-tokens.js';
 
 /** RFC 7662 §2.2, with our `model`. */
@@ -31,7 +33,7 @@ const INACTIVE: AnswerText = JSON.stringify({ active: false } satisfies Answer);
 /** What introspection reads: the asking client with the token (one round trip), and the tokens this process verified. */
 export interface IntrospectionDeps {
   config: Pick<Config, 'issuer'>;
-  store: Pick<Store, 'clients' | 'grants'>;
+  store: Pick<Store, 'clients' | 'grants' | 'resources'>;
   verifiedTokens: VerifiedAccessTokens;
 }
 
@@ -42,9 +44,24 @@ function activeAnswer(token: VerifiedAccessToken): AnswerText {
   return (token.activeIntrospection ??= JSON.stringify({ active: true, ...token.claims, token_type: 'access_token' } satisfies Answer));
 }
 
+/**
+ * A resource's token (src/tokens/resource-tokens.ts) is answered to the website the resource belongs
+ * to, and to the client it was issued to; inactive for anyone else, whatever the token.
+ */
+async function introspectResourceToken(deps: IntrospectionDeps, call: ClientCall, verified: VerifiedAccessToken): Promise<AnswerText> {
+  const { store } = deps;
+  const { client_id: asker } = await authenticateCaller(deps, call);
+  const { aud, jti, sub, client_id: clientId } = verified.claims;
+  if (asker !== clientId && (await store.resources.get(aud))?.client_id !== asker) return INACTIVE;
+  const grant = await store.grants.findAccessGrant(grantIdOf(jti), jti);
+  return grant?.agent_id === sub && grant.client_id === clientId ? activeAnswer(verified) : INACTIVE;
+}
+
 /** A token of the asking client is read along with the client; any other token is inactive for it. */
-async function introspectAccessToken({ store, verifiedTokens }: IntrospectionDeps, call: ClientCall, token: string): Promise<AnswerText> {
-  const verified = verifiedTokens.verify(token);
+async function introspectAccessToken(deps: IntrospectionDeps, call: ClientCall, token: string): Promise<AnswerText> {
+  const { store, verifiedTokens } = deps;
+  const verified = await verifiedTokens.verifyAny(token);
+  if (verified && isResourceToken(verified.claims)) return introspectResourceToken(deps, call, verified);
   const { id } = call.credentials;
   if (id === undefined || verified?.claims.client_id !== id) {
     authenticateClient(call, id === undefined ? undefined : await store.clients.getWithSecret(id));

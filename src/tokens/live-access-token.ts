@@ -11,7 +11,7 @@ export async function liveAccessToken(
   { store, verifiedTokens }: { store: Pick<Store, 'grants'>; verifiedTokens: VerifiedAccessTokens },
   token: string,
 ) {
-  const claims = verifiedTokens.verify(token)?.claims;
+  const claims = (await verifiedTokens.verifyAny(token))?.claims;
   if (!claims) return undefined;
   const grant = await store.grants.findAccessGrant(grantIdOf(claims.jti), claims.jti);
   if (!grant || grant.agent_id !== claims.sub || grant.client_id !== claims.client_id) return undefined;

@@ -127,9 +127,10 @@ export async function revokeToken(
     announceEnded(deps.events, await deps.store.grants.revokeRefreshToken(sha256(token), clientId), context);
     return;
   }
-  const claims = deps.verifiedTokens.verify(token)?.claims;
+  const claims = (await deps.verifiedTokens.verifyAny(token))?.claims;
   if (claims?.client_id !== clientId) return;
+  // A resource's token carries no model (docs/protocol.md, "Resources"); the log line then names none.
   await deps.store.grants.revokeAccessToken(claims.jti, new Date(claims.exp * 1000));
-  const grant = { grant_id: grantIdOf(claims.jti), client_id: clientId, agent_id: claims.sub, model: claims.model };
+  const grant = { grant_id: grantIdOf(claims.jti), client_id: clientId, agent_id: claims.sub, model: claims.model ?? '' };
   deps.events.emit('access-token.revoked', { ...grant, reason: 'client_revocation' }, context);
 }

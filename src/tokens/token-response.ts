@@ -7,6 +7,7 @@ import type { SigningKeys } from '../oidc/signing-keys.js';
 import type { GrantSubject } from '../store/grants.js';
 import type { Store } from '../store/index.js';
 import type { ClientReads } from './client-authentication.js';
+import type { ResourceTokens } from './resource-tokens.js';
 
 /** The body of a successful token response (RFC 6749 §5.1); both grant types answer with it. */
 export const tokenResponseSchema = z.object({
@@ -28,6 +29,8 @@ export interface TokenRequestFields {
   code_verifier?: string;
   refresh_token?: string;
   scope?: string;
+  /** RFC 8707: sent twice, it is refused (invalid_target). */
+  resource?: string | string[];
 }
 
 /** What the grant types use: settings, the keys that sign, the store slices they read and write, the events. */
@@ -36,6 +39,8 @@ export interface TokenEndpointDeps extends TokenKeys, ClientReads {
   store: Pick<Store, 'clients' | 'grants'>;
   /** OpenID Connect mode only: the keys that sign ID tokens. */
   signingKeys?: SigningKeys;
+  /** Signs the access tokens of a grant for a resource. */
+  resourceTokens: ResourceTokens;
   events: Events;
 }
 
@@ -51,12 +56,14 @@ export type GrantHandler = (deps: TokenEndpointDeps, call: ClientCall, body: Tok
  * ID token, which needs the access token (at_hash).
  */
 export async function tokenResponse(
-  keys: TokenKeys,
+  keys: TokenKeys & Pick<TokenEndpointDeps, 'resourceTokens'>,
   grant: GrantSubject,
   refreshToken: string,
   idToken?: (accessToken: string) => Promise<string>,
 ): Promise<TokenResponse> {
-  const { token, expiresIn } = signAccessToken(keys, grant);
+  const { resource } = grant;
+  // A grant for a resource gets its RFC 9068 JWT; any other the website's token, as before.
+  const { token, expiresIn } = resource ? await keys.resourceTokens.sign({ ...grant, resource }) : signAccessToken(keys, grant);
   const response: TokenResponse = {
     access_token: token,
     token_type: 'Bearer',

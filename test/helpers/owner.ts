@@ -28,20 +28,20 @@ export async function mailedLink(app: App, smtp: TestSmtp, email: string): Promi
   return `${link.pathname}${link.search}`;
 }
 
-/** What a browser does with a link: open the page, press its button. */
-export async function useLink(app: App, path: string) {
+/** What a browser does with a link: open the page, press its button (on the server of `issuer`). */
+export async function useLink(app: App, path: string, issuer = ISSUER) {
   const page = await app.inject({ url: path });
   return app.inject({
     method: 'POST',
     url: '/account/email-link/callback',
-    headers: { cookie: cookiesOf(page), origin: ISSUER },
+    headers: { cookie: cookiesOf(page), origin: issuer },
     payload: linkForm(page.body),
   });
 }
 
-/** An owner signed in by email link: the session's Cookie header and JSON calls with it. */
-export async function signInOwner(app: App, smtp: TestSmtp, email: string) {
-  const res = await useLink(app, await mailedLink(app, smtp, email));
+/** An owner signed in by email link: the session's Cookie header and JSON calls with it (`issuer`: the server's, when not the default). */
+export async function signInOwner(app: App, smtp: TestSmtp, email: string, issuer = ISSUER) {
+  const res = await useLink(app, await mailedLink(app, smtp, email), issuer);
   if (res.statusCode !== 303) throw new Error(`the link's form answered ${res.statusCode}: ${res.body}`);
   const cookie = cookiesOf(res);
   return {
@@ -50,7 +50,7 @@ export async function signInOwner(app: App, smtp: TestSmtp, email: string) {
       on.inject({
         method,
         url,
-        headers: { cookie, ...(method === 'GET' ? {} : { 'content-type': 'application/json', origin: ISSUER }) },
+        headers: { cookie, ...(method === 'GET' ? {} : { 'content-type': 'application/json', origin: issuer }) },
         ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
       }),
   };

@@ -103,11 +103,13 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256', 'ES256', 'EdDSA'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
-      token_endpoint_auth_methods_supported: ['client_secret_post'],
+      token_endpoint_auth_methods_supported: ['client_secret_post', 'none', 'private_key_jwt'],
       code_challenge_methods_supported: ['S256'],
       request_uri_parameter_supported: false,
       backchannel_logout_supported: true,
       backchannel_logout_session_supported: true,
+      client_id_metadata_document_supported: true,
+      registration_endpoint: `${ISSUER}/register`,
     });
     expect(discovery.claims_supported).toEqual(expect.arrayContaining(['sub', 'sid', 'email', 'email_verified', 'nonce', 'auth_time', 'model']));
     // A client that discovers through the RFC 8414 document learns the same: it can validate every ID token.

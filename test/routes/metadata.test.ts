@@ -22,14 +22,18 @@ describe(`metadata and health (${storeName})`, () => {
       jwks_uri: `${ISSUER}/.well-known/jwks.json`,
       response_types_supported: ['code'],
       grant_types_supported: ['authorization_code', 'refresh_token'],
-      token_endpoint_auth_methods_supported: ['client_secret_post'],
+      token_endpoint_auth_methods_supported: ['client_secret_post', 'none', 'private_key_jwt'],
       code_challenge_methods_supported: ['S256'],
       scopes_supported: ['openid', 'email', 'profile'],
       authorization_response_iss_parameter_supported: true,
-      introspection_endpoint_auth_methods_supported: ['client_secret_post'],
-      revocation_endpoint_auth_methods_supported: ['client_secret_post'],
+      introspection_endpoint_auth_methods_supported: ['client_secret_post', 'none', 'private_key_jwt'],
+      revocation_endpoint_auth_methods_supported: ['client_secret_post', 'none', 'private_key_jwt'],
       agent_authentication_methods_supported: ['agent_secret', 'agent_assertion'],
       agent_assertion_signing_alg_values_supported: ['EdDSA', 'ES256'],
+      resource_indicators_supported: true,
+      token_endpoint_auth_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+      client_id_metadata_document_supported: true,
+      registration_endpoint: `${ISSUER}/register`,
     });
   });
 

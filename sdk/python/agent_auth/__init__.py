@@ -21,8 +21,10 @@ from .errors import (
 )
 from .keys import AgentKey, RequestSigningKey
 from .page import READ_IN_PAGE, find_request_id
+from .resources import DEFAULT_REDIRECT_URI, agent_client_metadata_url, sign_in_for_resource
 
 __all__ = [
+    "DEFAULT_REDIRECT_URI",
     "MAX_WAIT_SECONDS",
     "READ_IN_PAGE",
     "AccessDeniedError",
@@ -42,7 +44,9 @@ __all__ = [
     "RequestNotFoundError",
     "WrongWebsiteError",
     "__version__",
+    "agent_client_metadata_url",
     "find_request_id",
     "parse_retry_after",
     "poll_delay",
+    "sign_in_for_resource",
 ]

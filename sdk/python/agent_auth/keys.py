@@ -88,21 +88,19 @@ class AgentKey:
 
     def assertion(self, agent_id: str, issuer: str, request_id: str) -> str:
         """A fresh assertion for one authenticate call: ``agent_id`` signing in at ``issuer`` for ``request_id``."""
+        return self._jwt(ASSERTION_TYPE, {"iss": agent_id, "sub": agent_id, "aud": issuer, "request_id": request_id})
+
+    def client_assertion(self, client_id: str, issuer: str) -> str:
+        """A ``private_key_jwt`` client assertion (RFC 7523): the client ``client_id`` at the token endpoint of ``issuer``."""
+        return self._jwt("JWT", {"iss": client_id, "sub": client_id, "aud": issuer})
+
+    def _jwt(self, typ: str, claims: Dict[str, Any]) -> str:
+        """A compact JWS of ``claims``, issued now, valid ASSERTION_LIFETIME seconds, used once."""
         now = int(time.time())
-        header = _json_b64url({"alg": self.algorithm, "kid": self.key_id, "typ": ASSERTION_TYPE})
-        claims = _json_b64url(
-            {
-                "iss": agent_id,
-                "sub": agent_id,
-                "aud": issuer,
-                "request_id": request_id,
-                "iat": now,
-                "exp": now + ASSERTION_LIFETIME,
-                "jti": str(uuid.uuid4()),
-            }
-        )
-        signature = self._sign(f"{header}.{claims}".encode("ascii"))
-        return f"{header}.{claims}.{_b64url(signature)}"
+        header = _json_b64url({"alg": self.algorithm, "kid": self.key_id, "typ": typ})
+        payload = _json_b64url({**claims, "iat": now, "exp": now + ASSERTION_LIFETIME, "jti": str(uuid.uuid4())})
+        signature = self._sign(f"{header}.{payload}".encode("ascii"))
+        return f"{header}.{payload}.{_b64url(signature)}"
 
     def __repr__(self) -> str:
         return f"AgentKey(algorithm={self.algorithm!r}, key_id={self.key_id!r})"

@@ -61,19 +61,35 @@ export async function keyFromPrivateKey(input: PrivateKeyInput, keyId?: string):
   };
 }
 
-/** A fresh assertion for one authenticate call: `agentId` signing in at `issuer` for `requestId`. */
-export async function createAssertion(key: AssertionKey, { agentId, issuer, requestId }: { agentId: string; issuer: string; requestId: string }) {
+/** A compact JWS of `claims`, signed with `key`, with the given `typ`. */
+async function signJwt(key: AssertionKey, typ: string, claims: object): Promise<string> {
+  const header = encodeJson({ alg: key.algorithm, kid: key.keyId, typ });
+  const payload = encodeJson(claims);
+  const signature = await key.sign(encoder.encode(`${header}.${payload}`));
+  return `${header}.${payload}.${base64url(signature)}`;
+}
+
+/** Claims every assertion carries: issued now, valid `lifetime` seconds, used once. */
+function freshClaims(lifetime: number) {
   const iat = Math.floor(Date.now() / 1000);
-  const header = encodeJson({ alg: key.algorithm, kid: key.keyId, typ: AGENT_ASSERTION.type });
-  const claims = encodeJson({
+  return { iat, exp: iat + lifetime, jti: crypto.randomUUID() };
+}
+
+/** A fresh assertion for one authenticate call: `agentId` signing in at `issuer` for `requestId`. */
+export function createAssertion(key: AssertionKey, { agentId, issuer, requestId }: { agentId: string; issuer: string; requestId: string }) {
+  return signJwt(key, AGENT_ASSERTION.type, {
     iss: agentId,
     sub: agentId,
     aud: issuer,
     request_id: requestId,
-    iat,
-    exp: iat + AGENT_ASSERTION.maxLifetimeSeconds,
-    jti: crypto.randomUUID(),
+    ...freshClaims(AGENT_ASSERTION.maxLifetimeSeconds),
   });
-  const signature = await key.sign(encoder.encode(`${header}.${claims}`));
-  return `${header}.${claims}.${base64url(signature)}`;
+}
+
+/**
+ * A client assertion for `private_key_jwt` (RFC 7523 §2.2, §3): the client `clientId`
+ * authenticating to the authorization server `audience` at its token endpoint.
+ */
+export function createClientAssertion(key: AssertionKey, { clientId, audience }: { clientId: string; audience: string }) {
+  return signJwt(key, 'JWT', { iss: clientId, sub: clientId, aud: audience, ...freshClaims(AGENT_ASSERTION.maxLifetimeSeconds) });
 }

@@ -1,4 +1,11 @@
-import { type AssertionKey, type AssertionSigner, createAssertion, keyFromPrivateKey, type PrivateKeyInput } from './assertion.js';
+import {
+  type AssertionKey,
+  type AssertionSigner,
+  createAssertion,
+  createClientAssertion,
+  keyFromPrivateKey,
+  type PrivateKeyInput,
+} from './assertion.js';
 import {
   AgentAuthError,
   errorFromBody,
@@ -150,6 +157,39 @@ function withoutTrailingSlashes(url: string): string {
   return url.slice(0, end);
 }
 
+/** Where a response redirects, when it does. */
+function redirectOf(res: Response, base: URL): URL | undefined {
+  const location = res.headers.get('location');
+  return res.status >= 300 && res.status < 400 && location ? new URL(location, base) : undefined;
+}
+
+/** The cookies a response sets, as a `Cookie` header sends them back (name=value only). */
+function cookiesOf(res: Response): string {
+  return res.headers
+    .getSetCookie()
+    .map((line) => line.split(';')[0].trim())
+    .join('; ');
+}
+
+/**
+ * The authorization response carried by a redirect (RFC 6749 §4.1.2): the code, once `state` and
+ * the RFC 9207 `iss` are the ones expected; an `error` response is thrown as its AgentAuthError.
+ */
+export function authorizationResponse(redirect: URL, expected: { state?: string; issuer: string }): { code: string; state?: string } {
+  const params = redirect.searchParams;
+  const iss = params.get('iss');
+  // RFC 9207 §2.4: a response from another authorization server is refused (mix-up attack).
+  if (iss !== null && iss !== expected.issuer)
+    throw new AgentAuthError('invalid_request', `the authorization response is from ${iss}, not ${expected.issuer}`);
+  if ((params.get('state') ?? undefined) !== expected.state)
+    throw new AgentAuthError('invalid_request', 'the authorization response carries another state');
+  const error = params.get('error');
+  if (error !== null) throw errorFromBody({ error, error_description: params.get('error_description') ?? undefined });
+  const code = params.get('code');
+  if (!code) throw new AgentAuthError('invalid_request', 'the authorization response carries no code');
+  return { code, ...(expected.state !== undefined && { state: expected.state }) };
+}
+
 /** Failures worth another poll: rate limits, server trouble, the network. */
 function isTransient(err: unknown): boolean {
   if (err instanceof RateLimitedError) return true;
@@ -299,6 +339,61 @@ export class AgentAuthClient {
     }
     const state = await this.waitForCompletion(requestId, { ...options, timeoutMs: Math.max(deadline - Date.now(), 0) });
     return { requestId, ...state };
+  }
+
+  /**
+   * The whole sign-in with no browser: the client is the browser too. It opens `authorizationUrl`
+   * (this server's /authorize, as an OAuth client library builds it), keeps the binding cookie,
+   * authenticates for the page's sign-in, waits (through the owner's approval when asked), and
+   * loads /authorize/complete as the page would. Returns where that redirects, unfollowed: the
+   * client's redirect URI with `code`, `state` and `iss`, or with `error` (see `authorizationResponse`).
+   */
+  async signInHeadless(authorizationUrl: string | URL, options: WaitOptions = {}): Promise<URL> {
+    const { signal } = options;
+    const url = new URL(authorizationUrl);
+    if (url.origin !== new URL(this.baseUrl).origin) throw new TypeError(`the authorization URL is not on ${this.baseUrl}`);
+    const page = await this.#fetch(url, { redirect: 'manual', headers: { accept: 'text/html' }, signal });
+    const html = await page.text();
+    // /authorize refuses some requests by redirecting to the client with `error` (RFC 6749 §4.1.2.1).
+    const early = redirectOf(page, url);
+    if (early) return early;
+    if (!page.ok) {
+      const code = /id="error-code">([^<]+)</.exec(html)?.[1] ?? SIGN_IN_ERRORS.serverError;
+      throw new AgentAuthError(code, `the authorization page answered ${page.status}`, page.status);
+    }
+    const cookie = cookiesOf(page);
+    const { requestId } = await this.signIn(
+      { content: async () => html, url: () => url.href },
+      { ...options, until: 'authenticated', pageTimeoutMs: 0 },
+    );
+    const done = await this.#fetch(`${this.baseUrl}/authorize/complete?request_id=${encodeURIComponent(requestId)}`, {
+      redirect: 'manual',
+      headers: { cookie },
+      signal,
+    });
+    await done.body?.cancel();
+    const redirect = redirectOf(done, url);
+    if (!redirect) throw new AgentAuthError(SIGN_IN_ERRORS.serverError, `/authorize/complete answered ${done.status}, not a redirect`, done.status);
+    return redirect;
+  }
+
+  /** The agent's id at the server. */
+  get agentId(): string {
+    return this.#agentId;
+  }
+
+  /** Whether this agent proves itself with a key (a private key or a signer) rather than a secret. */
+  get hasKey(): boolean {
+    return this.#agentSecret === undefined;
+  }
+
+  /**
+   * A `private_key_jwt` client assertion (RFC 7523) signed with the agent's key, for the agent as
+   * the OAuth client `clientId` (its client-metadata URL); the audience is this server's issuer.
+   */
+  async clientAssertion(clientId: string): Promise<string> {
+    if (!this.hasKey) throw new TypeError('a client assertion needs the agent to sign with a key, not a secret');
+    return createClientAssertion(await this.#key(), { clientId, audience: this.baseUrl });
   }
 
   /** What proves the agent's identity in an authenticate call: its secret, or an assertion signed for this request alone. */

@@ -2,13 +2,21 @@
  * agent-auth's agent SDK (`@agent-auth/agent`): what an AI agent needs to sign in to a website
  * through agent-auth. Uses only `fetch`; works with any browser library whose page fits `PageLike`.
  */
-export { type AssertionKey, type AssertionSigner, createAssertion, keyFromPrivateKey, type PrivateKeyInput } from './assertion.js';
+export {
+  type AssertionKey,
+  type AssertionSigner,
+  createAssertion,
+  createClientAssertion,
+  keyFromPrivateKey,
+  type PrivateKeyInput,
+} from './assertion.js';
 export {
   AgentAuthClient,
   type AgentAuthClientOptions,
   type Approval,
   type Authenticated,
   type AuthenticateOptions,
+  authorizationResponse,
   type CallOptions,
   OWNER_APPROVAL_TIMEOUT_MS,
   parseRetryAfter,

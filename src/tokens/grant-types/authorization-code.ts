@@ -1,6 +1,7 @@
 import { generateId, sha256 } from '../../crypto/secrets.js';
-import { InvalidGrant, InvalidRequest } from '../../errors.js';
+import { InvalidGrant, InvalidRequest, InvalidTarget } from '../../errors.js';
 import { newRefreshToken } from '../../oauth/refresh-token-format.js';
+import { requestedResource } from '../../oauth/resource-indicator.js';
 import { signIdToken } from '../../oidc/id-token.js';
 import { authenticateCaller } from '../client-authentication.js';
 import { revokeReused } from '../revocation.js';
@@ -20,6 +21,7 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   if (!CODE_VERIFIER.test(verifier)) {
     throw new InvalidRequest('code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_", "~"');
   }
+  const resource = requestedResource(body.resource);
 
   const { config, store, signingKeys } = deps;
   const codeHash = sha256(code);
@@ -33,6 +35,7 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
     grantId,
     refreshTokenHash: sha256(refreshToken),
     lifetimes: config.ttl,
+    resource,
   });
 
   if (!redeemed) {
@@ -43,6 +46,8 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   if (!redeemed.agent_active) throw new InvalidGrant('the agent of this authorization is no longer active');
   if (!redeemed.redirect_uri_matches) throw new InvalidGrant('redirect_uri does not match the one of the authorization request');
   if (!redeemed.verifier_matches) throw new InvalidGrant('code_verifier does not match the code_challenge');
+  // RFC 8707 §2.2: the exchange may repeat the sign-in's resource or leave it out, not name another.
+  if (!redeemed.resource_matches) throw new InvalidTarget('the authorization request was not for this resource');
   const { agent_id, model, scope } = redeemed;
   const grant = { grant_id: grantId, client_id: client.client_id, agent_id, model };
   deps.events.emit('grant.issued', grant, context);
@@ -51,5 +56,5 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
     signingKeys && scope.split(' ').includes('openid')
       ? (accessToken: string) => signIdToken(signingKeys, config, { ...redeemed, ...grant }, accessToken)
       : undefined;
-  return tokenResponse(deps, { ...grant, scope }, refreshToken, idToken);
+  return tokenResponse(deps, { ...grant, scope, resource: redeemed.resource, email: redeemed.email }, refreshToken, idToken);
 };

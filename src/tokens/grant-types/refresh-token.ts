@@ -1,17 +1,18 @@
 import { sha256 } from '../../crypto/secrets.js';
-import { InvalidGrant, InvalidRequest, InvalidScope } from '../../errors.js';
+import { InvalidGrant, InvalidRequest, InvalidScope, InvalidTarget } from '../../errors.js';
 import { authenticateClient } from '../../oauth/client-auth.js';
 import { newRefreshToken } from '../../oauth/refresh-token-format.js';
-import { parseScope } from '../../oauth/scopes.js';
+import { requestedResource } from '../../oauth/resource-indicator.js';
+import { scopeTokens } from '../../oauth/scopes.js';
 import type { GrantSubject } from '../../store/grants.js';
 import { authenticateCaller } from '../client-authentication.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';
 
-/** The scope a refresh asks for: undefined when none, null when it names unknown values. */
-function requestedScope(scope: string | undefined): string[] | undefined | null {
+/** What `parse` returns, or null when it throws: a problem to report once the client has authenticated. */
+function valid<T>(parse: () => T): T | null {
   try {
-    return scope === undefined ? undefined : parseScope(scope);
+    return parse();
   } catch {
     return null;
   }
@@ -33,11 +34,14 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
   const { credentials } = call;
   const presented = body.refresh_token;
   const tokenHash = presented && sha256(presented);
-  const requested = requestedScope(body.scope);
+  // Any scope the grant holds may be asked again (a resource's may be its own); the statement checks the
+  // narrowing. A malformed scope or resource is told only once the client has authenticated (below).
+  const requested = valid(() => (body.scope === undefined ? undefined : scopeTokens(body.scope)));
+  const resource = valid(() => requestedResource(body.resource));
   const successor = newRefreshToken();
 
   const grant =
-    tokenHash && credentials.id && requested !== null
+    tokenHash && credentials.id && requested !== null && resource !== null
       ? await grants.rotateRefreshToken({
           tokenHash,
           clientId: credentials.id,
@@ -45,12 +49,13 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
           newTokenHash: sha256(successor),
           lifetimes: config.ttl,
           scope: requested,
+          resource,
         })
       : undefined;
   // A narrower scope applies to this access token only; the refresh token keeps its scope (§6).
-  const refreshed = ({ grant_id, client_id, agent_id, model, scope }: GrantSubject) => {
+  const refreshed = ({ grant_id, client_id, agent_id, model, scope, ...forResource }: GrantSubject, asked = requested) => {
     events.emit('grant.refreshed', { grant_id, client_id, agent_id, model }, context);
-    return tokenResponse(deps, { grant_id, client_id, agent_id, model, scope: requested?.join(' ') ?? scope }, successor);
+    return tokenResponse(deps, { grant_id, client_id, agent_id, model, scope: asked?.join(' ') ?? scope, ...forResource }, successor);
   };
   if (grant) {
     // The statement compared the secret's digest to spend the token; the client is accepted the usual way.
@@ -60,11 +65,19 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
 
   const client = await authenticateCaller(deps, call);
   if (!tokenHash) throw new InvalidRequest('refresh_token is required');
-  const scope = body.scope === undefined ? undefined : parseScope(body.scope);
-  // A wider scope than granted is refused without spending the token.
-  const live = scope && (await grants.findRefreshToken(tokenHash, client.client_id));
-  if (live && scope.some((s) => !live.scope.split(' ').includes(s))) {
+  const scope = body.scope === undefined ? undefined : scopeTokens(body.scope);
+  const named = requestedResource(body.resource);
+  // A wider scope than granted, or another resource (RFC 8707 §2.2), is refused without spending the token.
+  const live = (scope || named) && (await grants.findRefreshToken(tokenHash, client.client_id));
+  if (live && scope?.some((s) => !live.scope.split(' ').includes(s))) {
     throw new InvalidScope(`scope may narrow the granted scope "${live.scope}", never widen it`);
+  }
+  if (live && named !== undefined && live.resource !== named) throw new InvalidTarget('the grant does not cover this resource');
+  // A client without a secret (public, private_key_jwt) has authenticated only now: the statement above could not check it.
+  if (client.method !== 'client_secret_post') {
+    const rotation = { tokenHash, clientId: client.client_id, newTokenHash: sha256(successor), lifetimes: config.ttl, scope, resource: named };
+    const rotated = await grants.rotateRefreshToken({ ...rotation, clientSecretHash: null });
+    if (rotated) return refreshed(rotated, scope);
   }
   // The token just spent, presented again within the reuse interval: a retry whose answer was lost.
   const { refreshTokenReuseIntervalSeconds } = config;
@@ -76,10 +89,11 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
           newTokenHash: sha256(successor),
           lifetimes: config.ttl,
           scope,
+          resource: named,
           reuseIntervalSeconds: refreshTokenReuseIntervalSeconds,
         })
       : undefined;
-  if (retried?.issued) return refreshed(retried);
+  if (retried?.issued) return refreshed(retried, scope);
   // A reused refresh token: its family is revoked. A retry that a concurrent retry of the same token
   // beat is refused, and revokes nothing.
   if (!retried) await revokeReused(deps, 'refresh_token', tokenHash, context);
