@@ -170,6 +170,14 @@ const envSchema = z.object({
         '`RS256`, `ES256` or `EdDSA` (Ed25519): OpenID Connect mode, with ID tokens signed by a key pair the server keeps in the database (see [ID token signing keys](#id-token-signing-keys)). Unset: no ID tokens, an empty JWKS.',
       ),
     ),
+  LOGOUT_ALLOW_PRIVATE_NETWORKS: bool
+    .default(false)
+    .meta(
+      about(
+        "`true`: back-channel logout URIs may be on private, shared or unique-local addresses (websites on the deployment's own network).",
+        '`true`: a `backchannel_logout_uri` may be on, or resolve to, a private (10/8, 172.16/12, 192.168/16), shared (100.64/10) or unique-local (fc00::/7) address, IPv4-mapped forms included: for a deployment whose websites live on its own network. `false`: such a URI is refused at registration (400 `invalid_client_metadata`) and at every delivery, after its host is resolved, as link-local and metadata addresses always are.',
+      ),
+    ),
   ADMIN_PORT: port.default(3001).meta(about('Port of the admin listener.')),
   ADMIN_HOST: z
     .string()
@@ -508,6 +516,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     },
     /** OpenID Connect mode when set: ID tokens, discovery and a published JWKS; unset, none of them. */
     idTokenSigningAlg: e.ID_TOKEN_SIGNING_ALG,
+    logoutAllowPrivateNetworks: e.LOGOUT_ALLOW_PRIVATE_NETWORKS,
     adminPort: e.ADMIN_PORT,
     adminHost: e.ADMIN_HOST,
     adminToken: e.ADMIN_TOKEN,

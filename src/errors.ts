@@ -33,6 +33,13 @@ export class InvalidClient extends OAuthError {
   }
 }
 
+/** RFC 7591 §3.2.2: a registration whose metadata is refused (not its syntax: that is invalid_request). */
+export class InvalidClientMetadata extends OAuthError {
+  constructor(description: string) {
+    super('invalid_client_metadata', description, 400);
+  }
+}
+
 export class InvalidGrant extends OAuthError {
   constructor(description: string) {
     super('invalid_grant', description, 400);

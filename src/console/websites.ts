@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { checkLogoutUri, clientCreate, clientPatch } from '../admin/clients.js';
 import { found } from '../admin/grants.js';
 import { recordAdminAction } from '../admin/resource.js';
-import { InvalidRequest } from '../errors.js';
+import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
 import { clientRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
@@ -72,7 +72,7 @@ export default async function websitePages(app: FastifyInstance) {
       back,
     );
     await checkLogoutUri(config, patch.backchannel_logout_uri).catch((err: unknown) => {
-      throw err instanceof InvalidRequest ? new FormProblem(err.description, back) : err;
+      throw err instanceof InvalidRequest || err instanceof InvalidClientMetadata ? new FormProblem(err.description, back) : err;
     });
     found(await clients.update(id, patch), 'client', id);
     await recordAdminAction(app.services, 'client', 'updated', id, { fields: Object.keys(patch) });

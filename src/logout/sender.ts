@@ -27,11 +27,15 @@ export interface SenderTimings {
 
 export const SENDER_TIMINGS: SenderTimings = { timeout: 5, lease: 15, poll: 2, firstDelay: 10, maxDelay: 600, giveUpAfter: 3600 };
 
+// What is read of a reply's body before the connection is closed: the status is the answer, and a
+// website that streams an endless body must not be drained (docs/protocol.md, back-channel logout).
+export const MAX_REPLY_BYTES = 4096;
+
 // Deliveries in flight at once per instance: a slow website holds one slot, not the queue.
 const MAX_IN_FLIGHT = 16;
 
 export interface SenderDeps {
-  config: Pick<Config, 'issuer' | 'adminHost' | 'adminPort'>;
+  config: Pick<Config, 'issuer' | 'adminHost' | 'adminPort' | 'logoutAllowPrivateNetworks'>;
   store: Pick<Store, 'logoutDeliveries'>;
   signingKeys: SigningKeys;
   metrics: Metrics;
@@ -71,7 +75,12 @@ async function post(uri: string, token: string, deps: SenderDeps, timeoutSeconds
       signal: AbortSignal.timeout(timeoutSeconds * 1000),
     });
     req.on('response', (res) => {
-      res.resume();
+      let read = 0;
+      res.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_REPLY_BYTES) req.destroy();
+      });
+      res.on('error', () => {});
       const status = res.statusCode ?? 0;
       settle(status >= 200 && status < 300 ? undefined : `answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`);
     });
