@@ -50,9 +50,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     const grantCache: StoreCache = new GrantCache(config.grantCacheSize, metrics, config.grantCacheMaxAgeSeconds * 1000);
     await grantCache.listen(database);
     const store = createStore(database, grantCache);
-    const signingKeys = config.idTokenSigningAlg
-      ? await openSigningKeys(store.serverKeys, config.idTokenSigningAlg, config.ttl.accessToken)
-      : undefined;
+    const signingKeys = config.idTokenSigningAlg ? await openSigningKeys(store.serverKeys, config.ttl.accessToken) : undefined;
     const signInChanges = await watchSignInChanges(database);
     // The configured secrets, or else the one kept in the store (generated on first start).
     const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.serverKeys.jwtSecret(randomToken(48))]);

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
 import { type AddressRules, logoutUriProblem } from '../logout/delivery-address.js';
-import { SIGNING_ALGS } from '../protocol/signing.js';
+import { DEFAULT_SIGNING_ALG, SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
 import { clientRecords } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
 import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schemas.js';
@@ -40,6 +40,14 @@ export async function checkLogoutUri(config: Pick<Config, 'idTokenSigningAlg'> &
   if (problem) throw new InvalidClientMetadata(`backchannel_logout_uri ${problem}`);
 }
 
+/**
+ * The algorithm a website's ID tokens are signed with, as its view shows it: the registered one, or
+ * RS256 (docs/protocol.md); none outside OpenID Connect mode, which signs no ID token.
+ */
+export function effectiveIdTokenAlg(config: Pick<Config, 'idTokenSigningAlg'>, registered: SigningAlg | null): SigningAlg | null {
+  return config.idTokenSigningAlg ? (registered ?? DEFAULT_SIGNING_ALG) : null;
+}
+
 /** Registration of websites (OAuth clients). Secrets are returned once: at creation and rotation. */
 export default adminResource({
   plural: 'clients',
@@ -50,4 +58,5 @@ export default adminResource({
   patch: clientPatch,
   records: (services, context) => clientRecords(services, context),
   check: ({ config }, body) => checkLogoutUri(config, body.backchannel_logout_uri),
+  present: ({ config }, row) => ({ ...row, id_token_signed_response_alg: effectiveIdTokenAlg(config, row.id_token_signed_response_alg) }),
 });

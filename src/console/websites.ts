@@ -3,6 +3,7 @@ import { checkLogoutUri, clientCreate, clientPatch } from '../admin/clients.js';
 import { found } from '../admin/grants.js';
 import { recordAdminAction } from '../admin/resource.js';
 import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
+import { DEFAULT_SIGNING_ALG } from '../protocol/signing.js';
 import { clientRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
@@ -45,7 +46,7 @@ export default async function websitePages(app: FastifyInstance) {
       nav: 'websites',
       client,
       oidc: config.idTokenSigningAlg !== undefined,
-      defaultAlg: config.idTokenSigningAlg,
+      defaultAlg: DEFAULT_SIGNING_ALG,
       agents: (await grantAdmin.activeAgentsOf(id)) ?? [],
       deliveries: await logoutDeliveries.list({ clientId: id, limit: 20 }),
       failures: await logoutDeliveries.list({ clientId: id, status: 'failed', limit: 20 }),

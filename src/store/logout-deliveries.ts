@@ -8,7 +8,7 @@ export interface DueDelivery {
   agent_id: string;
   sid: string;
   uri: string;
-  /** The website's registered ID token algorithm, null for the server's default. */
+  /** The website's registered ID token algorithm, null for none (RS256). */
   alg: SigningAlg | null;
   /** Including this one. */
   attempts: number;

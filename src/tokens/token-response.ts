@@ -48,15 +48,16 @@ export type GrantHandler = (deps: TokenEndpointDeps, call: ClientCall, body: Tok
 
 /**
  * `grant.scope` is the scope of this access token (and the one reported back). `idToken` signs the
- * ID token, which needs the access token (at_hash).
+ * ID token, which needs the access token (at_hash). `jtiSuffix`: see signAccessToken.
  */
 export async function tokenResponse(
   keys: TokenKeys,
   grant: GrantSubject,
   refreshToken: string,
   idToken?: (accessToken: string) => Promise<string>,
+  jtiSuffix?: string,
 ): Promise<TokenResponse> {
-  const { token, expiresIn } = signAccessToken(keys, grant);
+  const { token, expiresIn } = signAccessToken(keys, grant, jtiSuffix);
   const response: TokenResponse = {
     access_token: token,
     token_type: 'Bearer',
