@@ -90,11 +90,11 @@ const envSchema = z.object({
     .int()
     .min(500)
     .max(60_000)
-    .default(3000)
+    .default(1500)
     .meta(
       about(
-        'How long a PostgreSQL statement or connection may take before the request gets 503; after one timeout, 503 at once until the database answers again.',
-        'How long the server waits for PostgreSQL to connect or to answer a statement (the database itself gives up 0.5 s sooner, so that nothing commits unseen) before the request gets 503 with `Retry-After`. After one timeout every request gets 503 at once, instead of queueing behind a database that does not answer, until a probe (one a second) answers in time. Migrations are not bounded. See "Failure modes".',
+        'How long one PostgreSQL call may take, the wait for a pooled connection included, before the request gets 503; after one timeout, 503 at once until the database answers again.',
+        'How long the server waits for one call to PostgreSQL, the wait for a pooled connection and the answer together, before the request gets 503 with `Retry-After`: the default keeps every answer of the hot paths under 2 s. The database itself gives up on a statement 0.5 s before that; a statement that first waited for a connection may therefore commit after its request was told 503, which the hot writes allow for (see "Failure modes"). After one timeout the calls waiting and every new one get 503 at once, instead of queueing behind a database that does not answer, until a probe (one a second) answers in time. Migrations are not bounded.',
       ),
     ),
   DATA_DIR: z
