@@ -314,7 +314,7 @@ describe(`back-channel logout (${storeName})`, () => {
     const session = await signedIn();
     await server.adminCall('POST', `/admin/grants/${session.sid}/revoke`);
     // An instance claims it and dies before sending anything.
-    const claimed = await server.services.store.logoutDeliveries.claimDue(10, 1);
+    const claimed = await server.services.store.logoutDeliveries.claimDue({ limit: 10, leaseSeconds: 1, perWebsite: 10, inFlight: new Map() });
     expect(claimed.map((d) => d.sid)).toContain(session.sid);
     // The instance that starts next picks it up when the lease has run out.
     sender = await startSender();

@@ -14,3 +14,12 @@ BEGIN
   RETURN NULL;
 END
 $$;
+
+-- Back-channel logout per website (src/store/logout-deliveries.ts): a website whose deliveries keep
+-- timing out is backed off as a whole. While `resume_at` is ahead nothing of it is sent; then one
+-- delivery (the probe) goes, and the rest wait until one is answered in time (which deletes the row).
+CREATE TABLE logout_websites (
+  client_id  text PRIMARY KEY REFERENCES clients(id) ON DELETE CASCADE,
+  timeouts   integer NOT NULL,
+  resume_at  timestamptz NOT NULL
+);
