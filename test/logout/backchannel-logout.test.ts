@@ -353,6 +353,22 @@ const PRIVATE_URIS = [
   'https://[::ffff:c0a8:101]/logout',
 ];
 
+/** A website registered with this logout URI, as the admin API answers it. */
+const registerWebsite = (on: TestServer, backchannelLogoutUri: string) =>
+  on.adminCall('POST', '/admin/clients', {
+    name: 'Website',
+    redirect_uris: ['https://shop.example/cb'],
+    backchannel_logout_uri: backchannelLogoutUri,
+  });
+
+async function expectRefused(on: TestServer, uris: string[], error: string) {
+  for (const uri of uris) {
+    const res = await registerWebsite(on, uri);
+    expect(res.statusCode, uri).toBe(400);
+    expect(res.json.error, uri).toBe(error);
+  }
+}
+
 describe(`back-channel logout registration (${storeName})`, () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -362,15 +378,7 @@ describe(`back-channel logout registration (${storeName})`, () => {
 
   it('refuses URIs that are not https (but on localhost), or that reach link-local, metadata or the admin listener', async () => {
     // The URI itself is malformed: invalid_request.
-    for (const uri of ['http://shop.example/logout', 'https://shop.example/logout#fragment', 'not a uri']) {
-      const res = await server.adminCall('POST', '/admin/clients', {
-        name: 'Website',
-        redirect_uris: ['https://shop.example/cb'],
-        backchannel_logout_uri: uri,
-      });
-      expect(res.statusCode, uri).toBe(400);
-      expect(res.json.error, uri).toBe('invalid_request');
-    }
+    await expectRefused(server, ['http://shop.example/logout', 'https://shop.example/logout#fragment', 'not a uri'], 'invalid_request');
     // Where it leads is refused: invalid_client_metadata (RFC 7591 §3.2.2).
     const refused = [
       'https://169.254.169.254/latest/meta-data',
@@ -382,15 +390,7 @@ describe(`back-channel logout registration (${storeName})`, () => {
       'http://127.0.0.1:3999/admin/clients',
       'https://127.1.2.3/logout',
     ];
-    for (const uri of refused) {
-      const res = await server.adminCall('POST', '/admin/clients', {
-        name: 'Website',
-        redirect_uris: ['https://shop.example/cb'],
-        backchannel_logout_uri: uri,
-      });
-      expect(res.statusCode, uri).toBe(400);
-      expect(res.json.error, uri).toBe('invalid_client_metadata');
-    }
+    await expectRefused(server, refused, 'invalid_client_metadata');
     const client = await server.createClient();
     const patched = await server.adminCall('PATCH', `/admin/clients/${client.client_id}`, { backchannel_logout_uri: 'https://169.254.169.254/' });
     expect(patched.statusCode).toBe(400);
@@ -408,11 +408,7 @@ describe(`back-channel logout registration (${storeName})`, () => {
   it('refuses private, shared and unique-local addresses, IPv4-mapped ones too, at registration', async () => {
     const client = await server.createClient();
     for (const uri of PRIVATE_URIS) {
-      const created = await server.adminCall('POST', '/admin/clients', {
-        name: 'Website',
-        redirect_uris: ['https://shop.example/cb'],
-        backchannel_logout_uri: uri,
-      });
+      const created = await registerWebsite(server, uri);
       expect(created.statusCode, uri).toBe(400);
       expect(created.json, uri).toEqual({
         error: 'invalid_client_metadata',
@@ -431,11 +427,9 @@ describe(`back-channel logout registration (${storeName})`, () => {
     const rules = { adminHost: '127.0.0.1', adminPort: 3999, logoutAllowPrivateNetworks: false };
     const url = new URL('https://intranet.shop.example/logout');
     for (const address of ['10.1.2.3', '172.20.0.9', '192.168.0.1', '100.64.1.1', 'fd12::1', '::ffff:10.1.2.3', '::ffff:a01:203']) {
-      expect(addressProblem(url, [{ address, family: address.includes(':') ? 6 : 4 }], rules), address).toMatch(/private/);
-      expect(
-        addressProblem(url, [{ address, family: address.includes(':') ? 6 : 4 }], { ...rules, logoutAllowPrivateNetworks: true }),
-        address,
-      ).toBeUndefined();
+      const resolved = [{ address, family: address.includes(':') ? 6 : 4 }];
+      expect(addressProblem(url, resolved, rules), address).toMatch(/private/);
+      expect(addressProblem(url, resolved, { ...rules, logoutAllowPrivateNetworks: true }), address).toBeUndefined();
     }
     // One private address among public ones is enough to refuse.
     expect(
@@ -454,20 +448,10 @@ describe(`back-channel logout registration (${storeName})`, () => {
     const intranet = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256', LOGOUT_ALLOW_PRIVATE_NETWORKS: 'true' });
     try {
       for (const uri of PRIVATE_URIS) {
-        const res = await intranet.adminCall('POST', '/admin/clients', {
-          name: 'Website',
-          redirect_uris: ['https://shop.example/cb'],
-          backchannel_logout_uri: uri,
-        });
-        expect(res.statusCode, uri).toBe(201);
+        expect((await registerWebsite(intranet, uri)).statusCode, uri).toBe(201);
       }
       // Link-local and metadata addresses stay refused.
-      const res = await intranet.adminCall('POST', '/admin/clients', {
-        name: 'Website',
-        redirect_uris: ['https://shop.example/cb'],
-        backchannel_logout_uri: 'https://169.254.169.254/',
-      });
-      expect(res.json.error).toBe('invalid_client_metadata');
+      await expectRefused(intranet, ['https://169.254.169.254/'], 'invalid_client_metadata');
     } finally {
       await intranet.close();
     }
@@ -476,11 +460,7 @@ describe(`back-channel logout registration (${storeName})`, () => {
   it('needs OpenID Connect mode', async () => {
     const plain = await startTestServer();
     try {
-      const res = await plain.adminCall('POST', '/admin/clients', {
-        name: 'Website',
-        redirect_uris: ['https://shop.example/cb'],
-        backchannel_logout_uri: 'https://shop.example/logout',
-      });
+      const res = await registerWebsite(plain, 'https://shop.example/logout');
       expect(res.statusCode).toBe(400);
       expect(res.json.error_description).toMatch(/ID_TOKEN_SIGNING_ALG/);
     } finally {
