@@ -550,7 +550,7 @@ const program = new Command('agent-auth')
           },
           {
             flags: '--id-token-alg <alg>',
-            description: 'algorithm of its ID tokens: RS256 (recommended), ES256 or EdDSA; "default" for ID_TOKEN_SIGNING_ALG',
+            description: 'algorithm of its ID tokens: RS256 (the default, recommended), ES256 or EdDSA; "default" goes back to RS256',
             key: 'id_token_signed_response_alg',
             clear: 'default',
             create: 'optional',

@@ -90,11 +90,11 @@ const envSchema = z.object({
     .int()
     .min(500)
     .max(60_000)
-    .default(3000)
+    .default(1500)
     .meta(
       about(
-        'How long a PostgreSQL statement or connection may take before the request gets 503; after one timeout, 503 at once until the database answers again.',
-        'How long the server waits for PostgreSQL to connect or to answer a statement (the database itself gives up 0.5 s sooner, so that nothing commits unseen) before the request gets 503 with `Retry-After`. After one timeout every request gets 503 at once, instead of queueing behind a database that does not answer, until a probe (one a second) answers in time. Migrations are not bounded. See "Failure modes".',
+        'How long one PostgreSQL call may take, the wait for a pooled connection included, before the request gets 503; after one timeout, 503 at once until the database answers again.',
+        'How long the server waits for one call to PostgreSQL, the wait for a pooled connection and the answer together, before the request gets 503 with `Retry-After`: the default keeps every answer of the hot paths under 2 s. The database itself gives up on a statement 0.5 s before that; a statement that first waited for a connection may therefore commit after its request was told 503, which the hot writes allow for (see "Failure modes"). After one timeout the calls waiting and every new one get 503 at once, instead of queueing behind a database that does not answer, until a probe (one a second) answers in time. Migrations are not bounded.',
       ),
     ),
   DATA_DIR: z
@@ -179,6 +179,14 @@ const envSchema = z.object({
       about(
         '`RS256`, `ES256` or `EdDSA`: OpenID Connect mode (see [OpenID Connect](#openid-connect-opt-in)).',
         '`RS256`, `ES256` or `EdDSA` (Ed25519): OpenID Connect mode, with ID tokens signed by a key pair the server keeps in the database (see [ID token signing keys](#id-token-signing-keys)). Unset: no ID tokens, an empty JWKS.',
+      ),
+    ),
+  LOGOUT_ALLOW_PRIVATE_NETWORKS: bool
+    .default(false)
+    .meta(
+      about(
+        "`true`: back-channel logout URIs may be on private, shared or unique-local addresses (websites on the deployment's own network).",
+        '`true`: a `backchannel_logout_uri` may be on, or resolve to, a private (10/8, 172.16/12, 192.168/16), shared (100.64/10) or unique-local (fc00::/7) address, IPv4-mapped forms included: for a deployment whose websites live on its own network. `false`: such a URI is refused at registration (400 `invalid_client_metadata`) and at every delivery, after its host is resolved, as link-local and metadata addresses always are.',
       ),
     ),
   ADMIN_PORT: port.default(3001).meta(about('Port of the admin listener.')),
@@ -560,6 +568,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     },
     /** OpenID Connect mode when set: ID tokens, discovery and a published JWKS; unset, none of them. */
     idTokenSigningAlg: e.ID_TOKEN_SIGNING_ALG,
+    logoutAllowPrivateNetworks: e.LOGOUT_ALLOW_PRIVATE_NETWORKS,
     adminPort: e.ADMIN_PORT,
     adminHost: e.ADMIN_HOST,
     adminToken: e.ADMIN_TOKEN,

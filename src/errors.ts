@@ -45,7 +45,7 @@ export class InvalidScope extends OAuthError {
   }
 }
 
-/** RFC 7591 §3.2.2: a registration whose metadata we do not accept (invalid_redirect_uri for its redirect URIs). */
+/** RFC 7591 §3.2.2: a registration whose metadata we do not accept (invalid_redirect_uri for its redirect URIs; not its syntax: that is invalid_request). */
 export class InvalidClientMetadata extends OAuthError {
   constructor(description: string, error: 'invalid_client_metadata' | 'invalid_redirect_uri' = 'invalid_client_metadata') {
     super(error, description, 400);

@@ -14,11 +14,6 @@ async function main() {
     }
     throw err;
   }
-  if (config.idTokenSigningAlg && config.idTokenSigningAlg !== 'RS256') {
-    process.stderr.write(
-      `agent-auth: warning: ID_TOKEN_SIGNING_ALG=${config.idTokenSigningAlg} breaks clients that assume RS256; RS256 is recommended (a website may register its own id_token_signed_response_alg)\n`,
-    );
-  }
   const server = await startServer(config).catch(async (err: unknown) => {
     throw new Error(await startFailure(err, config));
   });

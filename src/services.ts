@@ -66,10 +66,10 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     const store = createStore(database, grantCache);
     // A retired key stays published while any token it signed may live.
     const signedLifetime = Math.max(config.ttl.accessToken, config.ttl.resourceAccessToken);
-    const signingKeys = config.idTokenSigningAlg ? await openSigningKeys(store.serverKeys, config.idTokenSigningAlg, signedLifetime) : undefined;
+    const signingKeys = config.idTokenSigningAlg ? await openSigningKeys(store.serverKeys, signedLifetime) : undefined;
     let opened: Promise<SigningKeys> | undefined = signingKeys && Promise.resolve(signingKeys);
     const openKeys = () => {
-      opened ??= openSigningKeys(store.serverKeys, 'RS256', signedLifetime);
+      opened ??= openSigningKeys(store.serverKeys, signedLifetime);
       // A failed opening (the store away) is tried again by the next caller.
       opened.catch(() => (opened = undefined));
       return opened;

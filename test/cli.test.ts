@@ -389,11 +389,13 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
 
     const listed = await cli(['keys', 'list']);
     expect(listed.code, listed.stderr).toBe(0);
-    expect(listed.stdout).toContain(`current kid  ${first}`);
+    expect(listed.stdout).toContain(first);
     const rotated = await cli(['--json', 'keys', 'rotate']);
     expect(rotated.code, rotated.stderr).toBe(0);
-    const { current_kid: current, alg } = JSON.parse(rotated.stdout);
-    expect(alg).toBe('ES256');
+    const { current: currentKeys, alg } = JSON.parse(rotated.stdout);
+    // Websites without a choice get RS256, whatever ID_TOKEN_SIGNING_ALG says.
+    expect(alg).toBe('RS256');
+    const current = currentKeys.find((k: { alg: string }) => k.alg === 'ES256').kid;
     expect(current).not.toBe(first);
     expect(await jwks()).toEqual([current, first]);
   });
@@ -411,7 +413,7 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
     expect(client).toMatchObject({ id_token_signed_response_alg: 'EdDSA', backchannel_logout_uri: 'https://shop.example/logout' });
     const cleared = await cli(['--json', 'clients', 'update', client.client_id, '--id-token-alg', 'default', '--backchannel-logout-uri', 'none']);
     expect(cleared.code, cleared.stderr).toBe(0);
-    expect(JSON.parse(cleared.stdout)).toMatchObject({ id_token_signed_response_alg: null, backchannel_logout_uri: null });
+    expect(JSON.parse(cleared.stdout)).toMatchObject({ id_token_signed_response_alg: 'RS256', backchannel_logout_uri: null });
 
     // A delivery given up after an hour of refusals, as the sender leaves it.
     await server.services.db.query(

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { InvalidRequest } from '../errors.js';
-import { type AdminListener, logoutUriProblem } from '../logout/delivery-address.js';
-import { SIGNING_ALGS } from '../protocol/signing.js';
+import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
+import { type AddressRules, logoutUriProblem } from '../logout/delivery-address.js';
+import { DEFAULT_SIGNING_ALG, SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
 import { clientRecords } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
 import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schemas.js';
@@ -30,13 +30,22 @@ export const clientPatch = atLeastOne(
 /**
  * What a registration's schema cannot see: back-channel logout needs OpenID Connect mode (logout
  * tokens are signed like ID tokens, and name the sid those carried), and its URI must not reach the
- * admin listener, link-local or metadata addresses (it would make the server POST there).
+ * admin listener, link-local, metadata or (unless allowed) private addresses: it would make the
+ * server POST there. Such an address is invalid_client_metadata (RFC 7591 §3.2.2).
  */
-export async function checkLogoutUri(config: Pick<Config, 'idTokenSigningAlg'> & AdminListener, uri: string | null | undefined) {
+export async function checkLogoutUri(config: Pick<Config, 'idTokenSigningAlg'> & AddressRules, uri: string | null | undefined) {
   if (!uri) return;
   if (!config.idTokenSigningAlg) throw new InvalidRequest('backchannel_logout_uri needs OpenID Connect mode: set ID_TOKEN_SIGNING_ALG');
   const problem = await logoutUriProblem(uri, config);
-  if (problem) throw new InvalidRequest(`backchannel_logout_uri ${problem}`);
+  if (problem) throw new InvalidClientMetadata(`backchannel_logout_uri ${problem}`);
+}
+
+/**
+ * The algorithm a website's ID tokens are signed with, as its view shows it: the registered one, or
+ * RS256 (docs/protocol.md); none outside OpenID Connect mode, which signs no ID token.
+ */
+export function effectiveIdTokenAlg(config: Pick<Config, 'idTokenSigningAlg'>, registered: SigningAlg | null): SigningAlg | null {
+  return config.idTokenSigningAlg ? (registered ?? DEFAULT_SIGNING_ALG) : null;
 }
 
 /** Registration of websites (OAuth clients). Secrets are returned once: at creation and rotation. */
@@ -49,4 +58,5 @@ export default adminResource({
   patch: clientPatch,
   records: (services, context) => clientRecords(services, context),
   check: ({ config }, body) => checkLogoutUri(config, body.backchannel_logout_uri),
+  present: ({ config }, row) => ({ ...row, id_token_signed_response_alg: effectiveIdTokenAlg(config, row.id_token_signed_response_alg) }),
 });

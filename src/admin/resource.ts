@@ -32,6 +32,8 @@ interface ResourceOptions<Create extends z.ZodType, Patch extends z.ZodType> {
   records(services: Services, context: EventContext): ResourceStore<z.output<Create>, z.output<Patch>>;
   /** Checks a body against what the process knows (the configuration), beyond its schema. */
   check?(services: Services, body: z.output<Create> | z.output<Patch>): Promise<void>;
+  /** A record as the API shows it, where that depends on the configuration (a default filled in). */
+  present?(services: Services, row: Row): Row;
 }
 
 type AdminAction = 'created' | 'updated' | 'secret_rotated' | 'deleted';
@@ -66,6 +68,7 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
   return async function adminResourceRoutes(fastify: FastifyInstance) {
     const app = fastify.withTypeProvider<ZodTypeProvider>();
     const records = (request: FastifyRequest) => options.records(app.services, { log: request.log });
+    const shown = (row: Row): Row => options.present?.(app.services, row) ?? row;
     const checked = async <T extends z.output<Create> | z.output<Patch>>(body: T) => {
       await options.check?.(app.services, body);
       return body;
@@ -79,24 +82,24 @@ export function adminResource<Create extends z.ZodType, Patch extends z.ZodType>
     app.post(path, { schema: { body: options.create, response: { 201: withSecret } } }, async (request, reply) => {
       const created = await records(request).create(await checked(request.body as z.output<Create>));
       await audit('created', created[`${singular}_id`]);
-      return reply.code(201).send(created);
+      return reply.code(201).send(shown(created));
     });
     app.get(path, { schema: { response: { 200: z.object({ [plural]: z.array(view) }) } } }, async (request) => ({
-      [plural]: await records(request).list(),
+      [plural]: (await records(request).list()).map(shown),
     }));
     app.get(byId, { schema: { params: idParams, response: { 200: view } } }, async (request) =>
-      found(request.params.id, await records(request).get(request.params.id)),
+      shown(found(request.params.id, await records(request).get(request.params.id))),
     );
     app.patch(byId, { schema: { params: idParams, body: options.patch, response: { 200: view } } }, async (request) => {
       const updated = found(request.params.id, await records(request).update(request.params.id, await checked(request.body as z.output<Patch>)));
       await audit('updated', request.params.id, { fields: Object.keys(request.body as object) });
-      return updated;
+      return shown(updated);
     });
     app.post(`${byId}/secret`, { schema: { params: idParams, body: rotateBody, response: { 200: withSecret } } }, async (request) => {
       const revokeGrants = request.body?.revoke_grants ?? true;
       const rotated = found(request.params.id, await records(request).rotateSecret(request.params.id, revokeGrants));
       await audit('secret_rotated', request.params.id, { revoke_grants: revokeGrants });
-      return rotated;
+      return shown(rotated);
     });
     app.delete(byId, { schema: { params: idParams } }, async (request, reply) => {
       if (!(await records(request).remove(request.params.id))) throw notFound(request.params.id);

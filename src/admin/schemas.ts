@@ -36,7 +36,10 @@ export const clientView = z.object({
   client_id: z.string(),
   name: z.string(),
   redirect_uris: z.array(z.string()),
-  id_token_signed_response_alg: z.enum(SIGNING_ALGS).nullable().describe('null: ID_TOKEN_SIGNING_ALG'),
+  id_token_signed_response_alg: z
+    .enum(SIGNING_ALGS)
+    .nullable()
+    .describe('the algorithm its ID tokens are signed with: the registered one, else RS256; null outside OpenID Connect mode'),
   backchannel_logout_uri: z.string().nullable(),
   active: z.boolean(),
   created_at: z.date(),

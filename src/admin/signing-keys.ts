@@ -2,10 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Conflict } from '../errors.js';
-import { SIGNING_ALGS } from '../protocol/signing.js';
+import { DEFAULT_SIGNING_ALG, SIGNING_ALGS } from '../protocol/signing.js';
 
 const keysView = z.object({
-  alg: z.string().describe('ID_TOKEN_SIGNING_ALG: what a website that registered no algorithm gets'),
+  alg: z.string().describe('RS256: what a website that registered no algorithm gets (OpenID Connect Registration §2)'),
   current_kid: z.string().describe('the current key of that algorithm'),
   current: z.array(z.object({ alg: z.string(), kid: z.string() })).describe('the current key of each algorithm, RS256 first'),
   keys: z.array(z.object({ kid: z.string(), alg: z.string(), kty: z.string() })).describe('the published keys, newest first'),
@@ -30,8 +30,8 @@ export default async function adminKeyRoutes(fastify: FastifyInstance) {
     const signing = keys();
     const [published, ...current] = await Promise.all([signing.published(), ...SIGNING_ALGS.map((alg) => signing.current(alg))]);
     return {
-      alg: signing.defaultAlg,
-      current_kid: current.find((key) => key.alg === signing.defaultAlg)!.kid,
+      alg: DEFAULT_SIGNING_ALG,
+      current_kid: current.find((key) => key.alg === DEFAULT_SIGNING_ALG)!.kid,
       current: current.map(({ alg, kid }) => ({ alg, kid })),
       keys: published.map(({ kid, alg, kty }) => ({ kid, alg, kty: kty! })),
     };

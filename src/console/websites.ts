@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { checkLogoutUri, clientCreate, clientPatch } from '../admin/clients.js';
 import { found } from '../admin/grants.js';
 import { recordAdminAction } from '../admin/resource.js';
-import { InvalidRequest } from '../errors.js';
+import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
+import { DEFAULT_SIGNING_ALG } from '../protocol/signing.js';
 import { clientRecords } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
@@ -45,7 +46,7 @@ export default async function websitePages(app: FastifyInstance) {
       nav: 'websites',
       client,
       oidc: config.idTokenSigningAlg !== undefined,
-      defaultAlg: config.idTokenSigningAlg,
+      defaultAlg: DEFAULT_SIGNING_ALG,
       agents: (await grantAdmin.activeAgentsOf(id)) ?? [],
       deliveries: await logoutDeliveries.list({ clientId: id, limit: 20 }),
       failures: await logoutDeliveries.list({ clientId: id, status: 'failed', limit: 20 }),
@@ -72,7 +73,7 @@ export default async function websitePages(app: FastifyInstance) {
       back,
     );
     await checkLogoutUri(config, patch.backchannel_logout_uri).catch((err: unknown) => {
-      throw err instanceof InvalidRequest ? new FormProblem(err.description, back) : err;
+      throw err instanceof InvalidRequest || err instanceof InvalidClientMetadata ? new FormProblem(err.description, back) : err;
     });
     found(await clients.update(id, patch), 'client', id);
     await recordAdminAction(app.services, 'client', 'updated', id, { fields: Object.keys(patch) });

@@ -36,11 +36,13 @@ class NotAnswering extends Error {
 const TIMED_OUT = /Query read timeout|timeout exceeded when trying to connect|connection timeout/i;
 
 /**
- * PostgreSQL over a pool. `timeoutMs` (DATABASE_TIMEOUT_MS) bounds each statement: the client waits
- * that long for an answer, and the database gives up a little sooner, so that a statement the client
- * stopped waiting for does not commit afterwards, unseen (a refresh token rotated while the client
- * was told 503). Once a statement has timed out, the circuit opens: every call fails at once (503)
- * instead of queueing behind a database that does not answer, until a probe answers in time.
+ * PostgreSQL over a pool. `timeoutMs` (DATABASE_TIMEOUT_MS) bounds each call whole: the wait for a
+ * pooled connection and the statement's answer share it, so that a request on a hot path answers
+ * within about that time even behind a queue. The database gives up on a statement 0.5 s before the
+ * whole budget; a statement that waited in the queue first may still commit after the client was
+ * told 503, which is why the hot writes are retry-safe (docs/operations.md, "Failure modes"). Once
+ * a call has timed out, the circuit opens: the calls waiting for a connection or an answer fail at
+ * once, and so does every new one (503), until a probe answers in time.
  */
 export function openPostgres(connectionString: string, timeoutMs: number): Db {
   const pool = new pg.Pool({
@@ -55,6 +57,8 @@ export function openPostgres(connectionString: string, timeoutMs: number): Db {
   pool.on('error', () => {});
 
   let circuitOpen = false;
+  // The bounded calls in progress: each is refused at once when the circuit opens.
+  const inProgress = new Set<(err: Error) => void>();
   function probe() {
     setTimeout(() => {
       pool.query('SELECT 1').then(
@@ -66,65 +70,95 @@ export function openPostgres(connectionString: string, timeoutMs: number): Db {
   function timedOut(err: Error) {
     if (circuitOpen || !TIMED_OUT.test(err.message)) return;
     circuitOpen = true;
+    for (const refuse of inProgress) refuse(new NotAnswering());
+    inProgress.clear();
     probe();
   }
 
   const listener = createPgListener(connectionString);
   /**
-   * Runs `fn` on a pool connection that listens where pg-listener.ts needs it. As pg's pool.query
-   * does: while the connection is out, losing it fails the statement instead of surfacing as an
-   * uncaught 'error' event, and after any error the connection is dropped rather than reused (its
-   * backend may be gone: terminated, or the server restarted).
+   * `work` raced against the circuit opening: a call waiting on a database that stopped answering
+   * for another call is refused at once. Unbounded calls (migrations) just run.
    */
-  async function withClient<T>(fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  function refusedWhenOpen<T>(work: Promise<T>, bounded: boolean): Promise<T> {
+    if (!bounded) return work;
+    let refuse!: (err: Error) => void;
+    const refused = new Promise<never>((_, reject) => (refuse = reject));
+    inProgress.add(refuse);
+    return Promise.race([work, refused]).finally(() => inProgress.delete(refuse));
+  }
+
+  /**
+   * Runs `fn` on a pool connection that listens where pg-listener.ts needs it, with what is left of
+   * the call's deadline (`remaining()`, ms) for its statements. As pg's pool.query does: while the
+   * connection is out, losing it fails the statement instead of surfacing as an uncaught 'error'
+   * event, and after any error the connection is dropped rather than reused (its backend may be
+   * gone: terminated, or the server restarted).
+   */
+  async function withClient<T>(fn: (client: pg.PoolClient, remaining: () => number) => Promise<T>, bounded = true): Promise<T> {
     if (circuitOpen) throw new NotAnswering();
-    const client = await pool.connect().catch((err: Error) => {
+    const deadline = Date.now() + timeoutMs;
+    // At least a moment: a statement sent with no time left would time out before it was read.
+    const remaining = () => (bounded ? Math.max(50, deadline - Date.now()) : UNBOUNDED_MS);
+    const connecting = pool.connect();
+    const client = await refusedWhenOpen(connecting, bounded).catch((err: Error) => {
+      // A connection that comes after the call was refused goes back to the pool.
+      connecting.then(
+        (late) => late.release(),
+        () => {},
+      );
       timedOut(err);
       throw err;
     });
     let failed: Error | undefined;
     const onError = (err: Error) => void (failed = err);
     client.on('error', onError);
-    try {
+    const work = (async () => {
       await listener.prepare(client);
-      return await fn(client);
+      return fn(client, remaining);
+    })();
+    try {
+      return await refusedWhenOpen(work, bounded);
     } catch (err) {
       failed ??= err as Error;
       timedOut(err as Error);
+      // Refused while its statement is out: the connection is dropped (below), which fails the statement too.
+      work.catch(() => {});
       throw err;
     } finally {
       client.removeListener('error', onError);
       client.release(failed);
     }
   }
-  const wrap = (client: pg.PoolClient, queryTimeout?: number): Queryable => ({
+  const wrap = (client: pg.PoolClient, remaining: () => number): Queryable => ({
     async query<T>(sql: string, params?: unknown[]) {
       // Statements without parameters (migrations, BEGIN/COMMIT) stay unnamed: some hold several commands.
-      const r = await client.query(timed({ text: sql, values: params, name: params ? statementName(sql) : undefined }, queryTimeout));
+      const r = await client.query(timed({ text: sql, values: params, name: params ? statementName(sql) : undefined }, remaining()));
       return { rows: r.rows as T[], rowCount: r.rowCount ?? 0 };
     },
     async exec(sql: string) {
-      await client.query(timed({ text: sql }, queryTimeout));
+      await client.query(timed({ text: sql }, remaining()));
     },
   });
 
   return {
     kind: 'postgres',
-    query: (sql, params) => withClient((client) => wrap(client).query(sql, params)),
-    exec: (sql) => withClient((client) => wrap(client).exec(sql)),
+    query: (sql, params) => withClient((client, remaining) => wrap(client, remaining).query(sql, params)),
+    exec: (sql) => withClient((client, remaining) => wrap(client, remaining).exec(sql)),
     transaction: (fn, options = {}) =>
-      withClient(async (client) => {
-        await client.query('BEGIN');
+      withClient(async (client, remaining) => {
+        const q = wrap(client, remaining);
+        await q.exec('BEGIN');
         try {
-          if (options.unbounded) await client.query(timed({ text: 'SET LOCAL statement_timeout = 0' }, UNBOUNDED_MS));
-          const result = await fn(wrap(client, options.unbounded ? UNBOUNDED_MS : undefined));
-          await client.query('COMMIT');
+          if (options.unbounded) await q.exec('SET LOCAL statement_timeout = 0');
+          const result = await fn(q);
+          await q.exec('COMMIT');
           return result;
         } catch (err) {
           await client.query('ROLLBACK').catch(() => {});
           throw err;
         }
-      }),
+      }, !options.unbounded),
     listen: (channel, onPayload, options) => listener.listen(channel, onPayload, options),
     async close() {
       await listener.close();

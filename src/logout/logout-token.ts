@@ -1,5 +1,6 @@
 import { SignJWT } from 'jose';
 import type { SigningAlg, SigningKeys } from '../oidc/signing-keys.js';
+import { DEFAULT_SIGNING_ALG } from '../protocol/signing.js';
 
 /** The event a logout token carries (OpenID Connect Back-Channel Logout 1.0 §2.4). */
 export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -14,7 +15,7 @@ export interface LogoutTokenSubject {
   agent_id: string;
   /** The grant's id: the `sid` its ID tokens carried. */
   sid: string;
-  /** The website's registered ID token algorithm, null for the server's default. */
+  /** The website's registered ID token algorithm, null for none (RS256). */
   alg: SigningAlg | null;
 }
 
@@ -24,7 +25,7 @@ export interface LogoutTokenSubject {
  * delivery's one jti, so that the website can tell a retry from a new logout.
  */
 export async function signLogoutToken(keys: SigningKeys, issuer: string, subject: LogoutTokenSubject): Promise<string> {
-  const { kid, alg, key } = await keys.current(subject.alg ?? keys.defaultAlg);
+  const { kid, alg, key } = await keys.current(subject.alg ?? DEFAULT_SIGNING_ALG);
   const iat = Math.floor(Date.now() / 1000);
   return new SignJWT({
     iss: issuer,

@@ -27,11 +27,17 @@ export interface SenderTimings {
 
 export const SENDER_TIMINGS: SenderTimings = { timeout: 5, lease: 15, poll: 2, firstDelay: 10, maxDelay: 600, giveUpAfter: 3600 };
 
-// Deliveries in flight at once per instance: a slow website holds one slot, not the queue.
+// What is read of a reply's body before the connection is closed: the status is the answer, and a
+// website that streams an endless body must not be drained (docs/protocol.md, back-channel logout).
+export const MAX_REPLY_BYTES = 4096;
+
+// Deliveries in flight at once per instance, and of one website: a website that does not answer
+// holds two slots at most, never the queue (docs/protocol.md, back-channel logout).
 const MAX_IN_FLIGHT = 16;
+export const MAX_IN_FLIGHT_PER_WEBSITE = 2;
 
 export interface SenderDeps {
-  config: Pick<Config, 'issuer' | 'adminHost' | 'adminPort'>;
+  config: Pick<Config, 'issuer' | 'adminHost' | 'adminPort' | 'logoutAllowPrivateNetworks'>;
   store: Pick<Store, 'logoutDeliveries'>;
   signingKeys: SigningKeys;
   metrics: Metrics;
@@ -47,18 +53,25 @@ export function retryDelay(attempts: number, timings: SenderTimings): number {
   return full / 2 + Math.random() * (full / 2);
 }
 
+/** Why an attempt failed, and whether the website gave no answer in time (it is then backed off as a whole). */
+interface Refusal {
+  reason: string;
+  timedOut: boolean;
+}
+const refusal = (reason: string, timedOut = false): Refusal => ({ reason, timedOut });
+
 /**
  * POSTs the logout token (Back-Channel Logout §2.5) to the addresses checked here and nowhere
  * else (the connection is pinned to them, so a DNS answer that changes meanwhile cannot redirect
  * it); a redirect is an answer like any other non-2xx, never followed. Resolves with undefined on
- * 2xx, with the reason otherwise.
+ * 2xx, with the refusal otherwise.
  */
-async function post(uri: string, token: string, deps: SenderDeps, timeoutSeconds: number): Promise<string | undefined> {
+async function post(uri: string, token: string, deps: SenderDeps, timeoutSeconds: number): Promise<Refusal | undefined> {
   const url = new URL(uri);
   const addresses = await resolve(url).catch(() => []);
-  if (addresses.length === 0) return `${url.hostname} does not resolve`;
+  if (addresses.length === 0) return refusal(`${url.hostname} does not resolve`);
   const problem = addressProblem(url, addresses, deps.config);
-  if (problem) return `refused: the URI ${problem}`;
+  if (problem) return refusal(`refused: the URI ${problem}`);
   const pinned: LookupFunction = (_host, options, callback) =>
     options.all ? callback(null, addresses) : callback(null, addresses[0].address, addresses[0].family);
   const body = new URLSearchParams({ logout_token: token }).toString();
@@ -71,11 +84,18 @@ async function post(uri: string, token: string, deps: SenderDeps, timeoutSeconds
       signal: AbortSignal.timeout(timeoutSeconds * 1000),
     });
     req.on('response', (res) => {
-      res.resume();
+      let read = 0;
+      res.on('data', (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_REPLY_BYTES) req.destroy();
+      });
+      res.on('error', () => {});
       const status = res.statusCode ?? 0;
-      settle(status >= 200 && status < 300 ? undefined : `answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`);
+      settle(status >= 200 && status < 300 ? undefined : refusal(`answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`));
     });
-    req.on('error', (err) => settle(err.name === 'AbortError' ? `no answer within ${timeoutSeconds} s` : `could not connect: ${err.message}`));
+    req.on('error', (err) =>
+      settle(err.name === 'AbortError' ? refusal(`no answer within ${timeoutSeconds} s`, true) : refusal(`could not connect: ${err.message}`)),
+    );
     req.end(body);
   });
 }
@@ -96,24 +116,37 @@ export interface LogoutSender {
 export async function startLogoutSender(deps: SenderDeps, timings: SenderTimings = SENDER_TIMINGS): Promise<LogoutSender> {
   const { logoutDeliveries } = deps.store;
   const inFlight = new Set<Promise<void>>();
+  const inFlightPerWebsite = new Map<string, number>();
+  const count = (clientId: string, by: number) => {
+    const n = (inFlightPerWebsite.get(clientId) ?? 0) + by;
+    if (n > 0) inFlightPerWebsite.set(clientId, n);
+    else inFlightPerWebsite.delete(clientId);
+  };
   let claiming = false;
   let again = false;
   let stopped = false;
 
   async function deliver(delivery: DueDelivery): Promise<void> {
     const token = await signLogoutToken(deps.signingKeys, deps.config.issuer, delivery);
-    const refusal = await post(delivery.uri, token, deps, timings.timeout);
+    const refused = await post(delivery.uri, token, deps, timings.timeout);
     const fields = { jti: delivery.jti, client_id: delivery.client_id, attempt: delivery.attempts };
-    if (!refusal) {
+    if (!refused) {
       await logoutDeliveries.delivered(delivery.jti);
       deps.metrics.logoutDeliveries.inc({ result: 'delivered' });
       deps.log.info(fields, 'logout token delivered');
       return;
     }
-    const status = await logoutDeliveries.refused(delivery.jti, refusal, retryDelay(delivery.attempts, timings), timings.giveUpAfter);
+    const status = await logoutDeliveries.refused({
+      jti: delivery.jti,
+      error: refused.reason,
+      delaySeconds: retryDelay(delivery.attempts, timings),
+      giveUpAfterSeconds: timings.giveUpAfter,
+      timedOut: refused.timedOut,
+      websiteDelay: { first: retryDelay(1, timings), max: timings.maxDelay },
+    });
     deps.metrics.logoutDeliveries.inc({ result: status === 'failed' ? 'failed' : 'retried' });
     deps.log.warn(
-      { ...fields, refusal },
+      { ...fields, refusal: refused.reason },
       status === 'failed' ? 'logout token delivery failed; given up' : 'logout token delivery refused; will retry',
     );
   }
@@ -125,12 +158,19 @@ export async function startLogoutSender(deps: SenderDeps, timings: SenderTimings
       do {
         again = false;
         if (stopped || inFlight.size >= MAX_IN_FLIGHT) break;
-        const due = await logoutDeliveries.claimDue(MAX_IN_FLIGHT - inFlight.size, timings.lease);
+        const due = await logoutDeliveries.claimDue({
+          limit: MAX_IN_FLIGHT - inFlight.size,
+          leaseSeconds: timings.lease,
+          perWebsite: MAX_IN_FLIGHT_PER_WEBSITE,
+          inFlight: inFlightPerWebsite,
+        });
         for (const delivery of due) {
+          count(delivery.client_id, 1);
           const running = deliver(delivery)
             .catch((err: unknown) => deps.log.error({ err, jti: delivery.jti }, 'logout token delivery broke off; the lease will run out'))
             .finally(() => {
               inFlight.delete(running);
+              count(delivery.client_id, -1);
               void claim();
             });
           inFlight.add(running);

@@ -52,8 +52,11 @@ export interface TokenKeys {
   keyring: Keyring;
 }
 
-/** Signs with the newest key of the keyring (RFC 9068 header and the claims docs/protocol.md lists). */
-export function signAccessToken({ config, keyring }: TokenKeys, grant: GrantSubject) {
+/**
+ * Signs with the newest key of the keyring (RFC 9068 header and the claims docs/protocol.md lists).
+ * `jtiSuffix`: the random part of the jti, when the caller had to know it beforehand.
+ */
+export function signAccessToken({ config, keyring }: TokenKeys, grant: GrantSubject, jtiSuffix = randomToken(12)) {
   const iat = Math.floor(Date.now() / 1000);
   const expiresIn = config.ttl.accessToken;
   const claims: AccessTokenClaims = {
@@ -64,7 +67,7 @@ export function signAccessToken({ config, keyring }: TokenKeys, grant: GrantSubj
     scope: grant.scope,
     iat,
     exp: iat + expiresIn,
-    jti: `${grant.grant_id}.${randomToken(12)}`,
+    jti: `${grant.grant_id}.${jtiSuffix}`,
     model: grant.model,
   };
   const signingInput = `${base64urlJson({ alg: 'HS256', typ: 'at+jwt', kid: keyring.current.kid })}.${base64urlJson(claims)}`;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { SignJWT } from 'jose';
 import type { Config } from '../config.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
+import { DEFAULT_SIGNING_ALG } from '../protocol/signing.js';
 import type { SigningAlg, SigningKeys } from './signing-keys.js';
 
 /** The sign-in an ID token tells of, as the code exchange read it (OpenID Connect Core §2). */
@@ -17,7 +18,7 @@ export interface SignIn {
   nonce: string | null;
   email: string;
   email_verified: boolean;
-  /** The website's registered id_token_signed_response_alg, null for the server's default. */
+  /** The website's registered id_token_signed_response_alg, null for none (RS256). */
   id_token_signed_response_alg: SigningAlg | null;
 }
 
@@ -36,7 +37,7 @@ function atHash(alg: SigningAlg, accessToken: string): string {
  * address (src/owners/email-link.ts): an address an operator typed in proves nothing (docs/interop.md).
  */
 export async function signIdToken(keys: SigningKeys, config: Pick<Config, 'issuer' | 'ttl'>, signIn: SignIn, accessToken: string): Promise<string> {
-  const { kid, alg, key } = await keys.current(signIn.id_token_signed_response_alg ?? keys.defaultAlg);
+  const { kid, alg, key } = await keys.current(signIn.id_token_signed_response_alg ?? DEFAULT_SIGNING_ALG);
   const iat = Math.floor(Date.now() / 1000);
   const claims = {
     iss: config.issuer,

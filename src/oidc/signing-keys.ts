@@ -15,8 +15,6 @@ export interface CurrentSigningKey {
 export type PublishedKey = JWK & { kid: string; alg: SigningAlg; use: 'sig' };
 
 export interface SigningKeys {
-  /** ID_TOKEN_SIGNING_ALG: what a website that registered no algorithm gets. */
-  defaultAlg: SigningAlg;
   /** The key to sign with in `alg`; every instance re-reads it from the store at least once a minute. */
   current(alg: SigningAlg): Promise<CurrentSigningKey>;
   /** The public half of every key whose tokens may still be valid: the current ones RS256 first, then retired ones. */
@@ -55,7 +53,7 @@ async function newKeyPair(alg: SigningAlg) {
  * without a current key gets one. `tokenLifetimeSeconds` is how long a signed token stays valid
  * (the access token's lifetime).
  */
-export async function openSigningKeys(serverKeys: Store['serverKeys'], defaultAlg: SigningAlg, tokenLifetimeSeconds: number): Promise<SigningKeys> {
+export async function openSigningKeys(serverKeys: Store['serverKeys'], tokenLifetimeSeconds: number): Promise<SigningKeys> {
   const cached = new Map<SigningAlg, { key: CurrentSigningKey; readAt: number }>();
   let published: { keys: Promise<PublishedKey[]>; readAt: number } | undefined;
 
@@ -79,7 +77,6 @@ export async function openSigningKeys(serverKeys: Store['serverKeys'], defaultAl
   for (const alg of SIGNING_ALGS) if (!(await readCurrent(alg))) await rotateOne(alg);
 
   return {
-    defaultAlg,
     async current(alg) {
       const known = cached.get(alg);
       if (known && Date.now() - known.readAt < CURRENT_KEY_MAX_AGE_SECONDS * 1000) return known.key;

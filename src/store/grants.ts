@@ -41,13 +41,25 @@ export interface RedeemedCode {
   email: string;
   /** A sign-in link sent to that email has been used since it was set (migrations/020). */
   email_verified: boolean;
-  /** The website's registered ID token algorithm (null: the server's default). */
+  /** The website's registered ID token algorithm (null: none, RS256). */
   id_token_signed_response_alg: SigningAlg | null;
   /** The resource the sign-in asked for (RFC 8707), null for the website itself. */
   resource: string | null;
   /** False when the token request named another resource than the sign-in: nothing was issued. */
   resource_matches: boolean;
 }
+
+/** A code exchanged again within the reuse interval: the grant it issued, and whether this retry won. */
+export interface RetriedCode extends RedeemedCode {
+  grant_id: string;
+}
+
+// What the ID token needs of a redeemed code `s` (columns user_id, client_id, request_id), read in
+// the statement that redeemed it.
+const REDEEMED_CODE = `floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email, c.id_token_signed_response_alg,
+           u.email_verified_at IS NOT NULL AS email_verified
+         FROM %s s JOIN users u ON u.id = s.user_id JOIN clients c ON c.id = s.client_id LEFT JOIN auth_requests r ON r.id = s.request_id`;
+const redeemedCodeFrom = (cte: string) => REDEEMED_CODE.replace('%s', cte);
 
 /** What an access token is signed from: one grant, i.e. one sign-in of one agent at one client. */
 export interface GrantSubject {
@@ -229,6 +241,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
       /** S256 of the presented code_verifier. */
       codeChallenge: string;
       grantId: string;
+      /** The jti of the access token about to be issued: a retry revokes it (retryCodeExchange). */
+      accessJti: string;
       refreshTokenHash: string;
       lifetimes: TokenLifetimes;
       /** The resource the token request names; undefined: the one of the sign-in, if any. */
@@ -238,13 +252,14 @@ export function createGrantStore(db: Db, cache: StoreCache) {
         `WITH spent AS (
            UPDATE auth_codes ac SET used_at = now(),
              grant_id = CASE WHEN a.active AND ac.redirect_uri = $3 AND ac.code_challenge = $4
-                               AND ($9::text IS NULL OR ac.resource IS NOT DISTINCT FROM $9) THEN $5 END
+                               AND ($10::text IS NULL OR ac.resource IS NOT DISTINCT FROM $10) THEN $5 END,
+             access_jti = $9
            FROM agents a
            WHERE ac.code_hash = $1 AND ac.client_id = $2 AND ac.used_at IS NULL AND ac.expires_at > now()
              AND a.id = ac.agent_id
            RETURNING ac.request_id, ac.client_id, ac.agent_id, a.user_id, ac.scope, ac.model, ac.grant_id, ac.resource,
              a.active AS agent_active, ac.redirect_uri = $3 AS redirect_uri_matches, ac.code_challenge = $4 AS verifier_matches,
-             ($9::text IS NULL OR ac.resource IS NOT DISTINCT FROM $9) AS resource_matches
+             ($10::text IS NULL OR ac.resource IS NOT DISTINCT FROM $10) AS resource_matches
          ), g AS (
            INSERT INTO grants (id, client_id, agent_id, user_id, request_id, scope, model, resource, expires_at)
            SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model, resource,
@@ -256,10 +271,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            SELECT $6, id, scope, now() + make_interval(secs => $7::int) FROM g
          )
          SELECT s.agent_id, s.scope, s.model, s.resource, s.resource_matches, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
-           s.grant_id IS NOT NULL AS issued,
-           floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email, c.id_token_signed_response_alg,
-           u.email_verified_at IS NOT NULL AS email_verified
-         FROM spent s JOIN users u ON u.id = s.user_id JOIN clients c ON c.id = s.client_id LEFT JOIN auth_requests r ON r.id = s.request_id`,
+           s.grant_id IS NOT NULL AS issued, ${redeemedCodeFrom('spent')}`,
         [
           input.codeHash,
           input.clientId,
@@ -269,6 +281,72 @@ export function createGrantStore(db: Db, cache: StoreCache) {
           input.refreshTokenHash,
           input.lifetimes.refreshToken,
           input.lifetimes.accessToken,
+          input.accessJti,
+          input.resource ?? null,
+        ],
+      );
+      return rows[0];
+    },
+
+    /**
+     * A retried code exchange (docs/protocol.md): the same client presents again, within
+     * `reuseIntervalSeconds` of its exchange, the code it spent, with the same redirect_uri and
+     * code_verifier, because the answer carrying the tokens was lost (a 503 whose write committed
+     * later, a reset connection, a crash). It qualifies only while the grant is live and its refresh
+     * tokens were never used (the pair never reached the website). One statement then revokes the
+     * pair the exchange issued last (its access token by jti, its refresh token discarded: presented
+     * later, it is reuse) and issues a new one for the same grant. Undefined when the code does not
+     * qualify (the caller treats it as reuse); `issued: false` when a concurrent retry won.
+     */
+    async retryCodeExchange(input: {
+      codeHash: string;
+      clientId: string;
+      redirectUri: string;
+      codeChallenge: string;
+      /** The random part of the new access token's jti (the grant id is its first part). */
+      accessJtiSuffix: string;
+      refreshTokenHash: string;
+      lifetimes: TokenLifetimes;
+      reuseIntervalSeconds: number;
+      /** The resource the retry names; undefined: the one of the sign-in, if any. */
+      resource?: string;
+    }): Promise<RetriedCode | undefined> {
+      const { rows } = await db.query<RetriedCode>(
+        `WITH retried AS (
+           SELECT ac.code_hash, ac.grant_id, ac.access_jti, ac.request_id, g.client_id, g.agent_id, g.user_id, g.scope, g.model, g.resource
+           FROM auth_codes ac JOIN grants g ON g.id = ac.grant_id ${GRANT_JOINS}
+           WHERE ac.code_hash = $1 AND ac.client_id = $2 AND ac.redirect_uri = $3 AND ac.code_challenge = $4
+             AND ($10::text IS NULL OR g.resource IS NOT DISTINCT FROM $10)
+             AND ac.access_jti IS NOT NULL AND ac.used_at > now() - make_interval(secs => $8::int) AND ${LIVE_GRANT}
+             AND NOT EXISTS (SELECT 1 FROM refresh_tokens rt WHERE rt.grant_id = g.id AND rt.used_at IS NOT NULL AND NOT rt.discarded)
+         ), discarded AS (
+           UPDATE refresh_tokens unused SET used_at = now(), discarded = true FROM retried
+           WHERE unused.grant_id = retried.grant_id AND unused.used_at IS NULL
+           RETURNING unused.grant_id
+         ), revoked AS (
+           INSERT INTO revoked_access_tokens (jti, expires_at, reason)
+           SELECT access_jti, now() + make_interval(secs => $7::int), 'code_exchange_retried' FROM retried
+           WHERE EXISTS (SELECT 1 FROM discarded)
+           ON CONFLICT (jti) DO NOTHING
+         ), successor AS (
+           INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
+           SELECT $6, grant_id, scope, now() + make_interval(secs => $9::int) FROM retried WHERE EXISTS (SELECT 1 FROM discarded)
+         ), noted AS (
+           UPDATE auth_codes SET access_jti = retried.grant_id || '.' || $5 FROM retried
+           WHERE auth_codes.code_hash = retried.code_hash AND EXISTS (SELECT 1 FROM discarded)
+         )
+         SELECT s.grant_id, s.agent_id, s.scope, s.model, s.resource, true AS resource_matches, true AS agent_active,
+           true AS redirect_uri_matches, true AS verifier_matches, EXISTS (SELECT 1 FROM discarded) AS issued, ${redeemedCodeFrom('retried')}`,
+        [
+          input.codeHash,
+          input.clientId,
+          input.redirectUri,
+          input.codeChallenge,
+          input.accessJtiSuffix,
+          input.refreshTokenHash,
+          input.lifetimes.accessToken,
+          input.reuseIntervalSeconds,
+          input.lifetimes.refreshToken,
           input.resource ?? null,
         ],
       );

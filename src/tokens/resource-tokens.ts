@@ -55,7 +55,8 @@ export class ResourceTokens {
   constructor(private readonly deps: ResourceTokenDeps) {}
 
   /** Signs with the current key of the resource's algorithm. */
-  async sign(grant: ResourceGrant): Promise<{ token: string; expiresIn: number }> {
+  /** `jtiSuffix`: the random part of the jti, when the caller had to know it beforehand (signAccessToken). */
+  async sign(grant: ResourceGrant, jtiSuffix = randomToken(12)): Promise<{ token: string; expiresIn: number }> {
     const { config, store, signingKeys } = this.deps;
     const alg: SigningAlg = (await store.resources.get(grant.resource))?.signing_alg ?? 'RS256';
     const { kid, key } = await (await signingKeys()).current(alg);
@@ -67,7 +68,7 @@ export class ResourceTokens {
       aud: grant.resource,
       client_id: grant.client_id,
       scope: grant.scope,
-      jti: `${grant.grant_id}.${randomToken(12)}`,
+      jti: `${grant.grant_id}.${jtiSuffix}`,
       iat,
       exp: iat + expiresIn,
       ...(grant.email && scopeGrantsEmail(grant.scope) ? { email: grant.email } : {}),

@@ -53,17 +53,18 @@ export type GrantHandler = (deps: TokenEndpointDeps, call: ClientCall, body: Tok
 
 /**
  * `grant.scope` is the scope of this access token (and the one reported back). `idToken` signs the
- * ID token, which needs the access token (at_hash).
+ * ID token, which needs the access token (at_hash). `jtiSuffix`: see signAccessToken.
  */
 export async function tokenResponse(
   keys: TokenKeys & Pick<TokenEndpointDeps, 'resourceTokens'>,
   grant: GrantSubject,
   refreshToken: string,
   idToken?: (accessToken: string) => Promise<string>,
+  jtiSuffix?: string,
 ): Promise<TokenResponse> {
   const { resource } = grant;
   // A grant for a resource gets its RFC 9068 JWT; any other the website's token, as before.
-  const { token, expiresIn } = resource ? await keys.resourceTokens.sign({ ...grant, resource }) : signAccessToken(keys, grant);
+  const { token, expiresIn } = resource ? await keys.resourceTokens.sign({ ...grant, resource }, jtiSuffix) : signAccessToken(keys, grant, jtiSuffix);
   const response: TokenResponse = {
     access_token: token,
     token_type: 'Bearer',

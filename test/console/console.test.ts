@@ -531,6 +531,10 @@ describe(`the console's website page in OpenID Connect mode (${storeName})`, () 
     body = (await op.get(page, cookieHeader(refused))).body;
     expect(body).toMatch(/role="alert">backchannel_logout_uri must not resolve to a link-local/);
     expect(body).toContain('<code>https://shop.example/logout</code>');
+    const privateAddress = await edit({ backchannel_logout_uri: 'https://[fd00::1]/logout' });
+    body = (await op.get(page, cookieHeader(privateAddress))).body;
+    expect(body).toMatch(/role="alert">backchannel_logout_uri must not resolve to a private, shared or unique-local address/);
+    expect(body).toContain('<code>https://shop.example/logout</code>');
 
     // A delivery refused for an hour, and one delivered, as the sender leaves them.
     await server.services.db.query(

@@ -8,7 +8,7 @@ import { sha256 } from '../../src/crypto/secrets.js';
 import { loggerOptions } from '../../src/logger.js';
 import { codeForClient, exchangeCode, introspect, issueTokens, refresh, revoke, userinfo } from '../helpers/codes.js';
 import { schemaUrl, storeName, usingPostgres } from '../helpers/database.js';
-import { agentAuthenticate, checkStatus, startAuthorize } from '../helpers/flow.js';
+import { agentAuthenticate, authenticatedInFlight, checkStatus, completeInBrowser, startAuthorize } from '../helpers/flow.js';
 import { within } from '../helpers/poll.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { startTcpProxy } from '../helpers/tcp-proxy.js';
@@ -174,6 +174,39 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
     // The probe answers within seconds, and requests are served again.
     expect(await within(10_000, ready, 200)).toBe(true);
     expect((await startAuthorize(server, client)).res.statusCode).toBe(200);
+  }, 60000);
+
+  it('answers every hot path within 2 s while the database is frozen, the wait for a pooled connection included: 503, never 500', async () => {
+    // More calls at once than the pool has connections (10), so that most wait in its queue.
+    const rounds = await Promise.all([1, 2, 3].map(() => storeCalls(server, client)));
+    const hot = rounds.flat().filter(([what]) => !what.startsWith('POST /revoke'));
+    const inFlight = await Promise.all([1, 2, 3].map(async () => authenticatedInFlight(server, client, await server.createAgent())));
+    const agentOfRequest = await server.createAgent();
+    const waiting = await startAuthorize(server, client);
+    expect(await ready()).toBe(true);
+    proxy.freeze();
+    const timed = async (what: string, call: () => Promise<Response>) => {
+      const started = Date.now();
+      const res = await call();
+      return { what, res, took: Date.now() - started };
+    };
+    const answers = await Promise.all([
+      ...hot.map(([what, call]) => timed(what, call)),
+      ...[1, 2, 3].map(() => timed('GET /authorize', async () => (await startAuthorize(server, client)).res)),
+      ...inFlight.map((started) =>
+        timed('GET /authorize/complete', async () => (await completeInBrowser(server, started.requestId, started.cookie)).res),
+      ),
+      timed('POST /api/agent/authenticate', () =>
+        agentAuthenticate(server, { request_id: waiting.requestId, agent_id: agentOfRequest.agent_id, agent_secret: agentOfRequest.agent_secret }),
+      ),
+    ]);
+    expect(answers.length).toBeGreaterThan(20);
+    for (const { what, res, took } of answers) {
+      expect(res.statusCode, `${what}: ${res.body}`).toBe(503);
+      expect(took, what).toBeLessThan(2000);
+    }
+    await proxy.thaw();
+    expect(await within(10_000, ready, 200)).toBe(true);
   }, 60000);
 
   it('survives its connections being terminated by the server (pg_terminate_backend)', async () => {

@@ -135,7 +135,7 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
       idTokenExpected: true,
     });
     expect(tokens.claims()).toMatchObject({ sub: agent.agent_id, email: 'oidc6@example.com', nonce, model: 'interop-model' });
-    await verifiedIdToken(server, tokens.id_token!, registered.client_id, alg);
+    await verifiedIdToken(server, tokens.id_token!, registered.client_id, 'RS256');
     expect(await client.fetchUserInfo(config, tokens.access_token, agent.agent_id)).toEqual({ sub: agent.agent_id, email: 'oidc6@example.com' });
   });
 
@@ -148,8 +148,8 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
       client_secret: registered.client_secret,
       redirect_uris: ['https://rp.example/oidc5/callback'],
       response_types: ['code'],
-      // Its default is RS256, whatever the discovery document says.
-      id_token_signed_response_alg: alg,
+      // Nothing about the algorithm: its default is RS256, whatever the discovery document says, and
+      // a website that registered none gets RS256 (OpenID Connect Registration §2).
     });
     const verifier = generators.codeVerifier();
     const state = generators.state();
@@ -171,8 +171,46 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
     const again = await browserAndAgent(server.issuer, url, agent);
     const tokens = await rp.callback('https://rp.example/oidc5/callback', rp.callbackParams(again.href), { code_verifier: verifier, state, nonce });
     expect(tokens.claims()).toMatchObject({ sub: agent.agent_id, aud: registered.client_id, email: 'oidc5@example.com', nonce });
-    await verifiedIdToken(server, tokens.id_token!, registered.client_id, alg);
+    await verifiedIdToken(server, tokens.id_token!, registered.client_id, 'RS256');
     expect(await rp.userinfo(tokens)).toEqual({ sub: agent.agent_id, email: 'oidc5@example.com' });
+  });
+
+  it(`openid-client 5: a website registered with ${alg} gets ${alg} ID tokens, one without gets RS256, whatever ID_TOKEN_SIGNING_ALG says`, async () => {
+    const issuer = await Issuer.discover(server.issuer);
+    const signInWith = async (chosen: typeof alg | undefined) => {
+      const created = await server.adminCall('POST', '/admin/clients', {
+        name: `Website ${chosen ?? 'without a choice'}`,
+        redirect_uris: ['https://rp.example/alg/callback'],
+        ...(chosen ? { id_token_signed_response_alg: chosen } : {}),
+      });
+      // The website's view names the algorithm its ID tokens get.
+      expect(created.json.id_token_signed_response_alg).toBe(chosen ?? 'RS256');
+      const rp = new issuer.Client({
+        client_id: created.json.client_id,
+        client_secret: created.json.client_secret,
+        redirect_uris: ['https://rp.example/alg/callback'],
+        response_types: ['code'],
+        ...(chosen ? { id_token_signed_response_alg: chosen } : {}),
+      });
+      const verifier = generators.codeVerifier();
+      const nonce = generators.nonce();
+      const url = rp.authorizationUrl({
+        scope: 'openid',
+        code_challenge: generators.codeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state: 's',
+        nonce,
+      });
+      const callback = await browserAndAgent(server.issuer, url, await server.createAgent());
+      const tokens = await rp.callback('https://rp.example/alg/callback', rp.callbackParams(callback.href), {
+        code_verifier: verifier,
+        state: 's',
+        nonce,
+      });
+      return JSON.parse(Buffer.from(tokens.id_token!.split('.')[0], 'base64url').toString()).alg;
+    };
+    expect(await signInWith(undefined)).toBe('RS256');
+    expect(await signInWith(alg)).toBe(alg);
   });
 
   it("openid-client 5's Passport strategy signs a user in on a website", async () => {
@@ -186,7 +224,6 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
       client_secret: registered.client_secret,
       redirect_uris: [`${siteUrl}/callback`],
       response_types: ['code'],
-      id_token_signed_response_alg: alg,
     });
     const signedIn: { tokens: TokenSet; userinfo: UserinfoResponse }[] = [];
     passport.use(
@@ -220,7 +257,7 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
       expect(JSON.parse(home)).toEqual({ id: agent.agent_id, email: 'passport@example.com' });
       expect(signedIn).toHaveLength(1);
       expect(signedIn[0].userinfo).toEqual({ sub: agent.agent_id, email: 'passport@example.com' });
-      await verifiedIdToken(server, signedIn[0].tokens.id_token!, registered.client_id, alg);
+      await verifiedIdToken(server, signedIn[0].tokens.id_token!, registered.client_id, 'RS256');
     } finally {
       await new Promise((resolve) => site.close(resolve));
     }
@@ -230,7 +267,10 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
     const idTokens: string[] = [];
     const { agent, registered } = await signInAtExample(server, authjsExample(idTokens), true, 'authjs-oidc@example.com');
     expect(idTokens).toHaveLength(1);
-    expect(await verifiedIdToken(server, idTokens[0], registered.client_id, alg)).toMatchObject({ sub: agent.agent_id, nonce: expect.any(String) });
+    expect(await verifiedIdToken(server, idTokens[0], registered.client_id, 'RS256')).toMatchObject({
+      sub: agent.agent_id,
+      nonce: expect.any(String),
+    });
   });
 
   it("Better Auth genericOAuth (examples/better-auth): only a discovery URL, the ID token verified, a session for the agent's email", async () => {
@@ -238,7 +278,7 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
     expect(site.users()).toMatchObject([{ email: 'better-auth@example.com', emailVerified: false }]);
     const [account] = site.accounts();
     expect(account).toMatchObject({ providerId: 'agent-auth', accountId: agent.agent_id });
-    expect(await verifiedIdToken(server, account.idToken!, registered.client_id, alg)).toMatchObject({
+    expect(await verifiedIdToken(server, account.idToken!, registered.client_id, 'RS256')).toMatchObject({
       sub: agent.agent_id,
       nonce: expect.any(String),
     });

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { addressProblem } from '../../src/logout/delivery-address.js';
 import { type LogoutSender, retryDelay, SENDER_TIMINGS, type SenderTimings, startLogoutSender } from '../../src/logout/sender.js';
 import { issueTokens, refresh, revoke } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
@@ -19,12 +20,13 @@ const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 // Short enough for a test: a refused delivery comes back within a second.
 const FAST: SenderTimings = { timeout: 1, lease: 3, poll: 0.1, firstDelay: 0.2, maxDelay: 0.5, giveUpAfter: 3600 };
 
-type Mode = 'ok' | 'error' | 'redirect' | 'slow';
+type Mode = 'ok' | 'error' | 'redirect' | 'slow' | 'endless';
 
 /** The website's logout endpoint: records every logout token it is sent, answers as `mode` says. */
 async function startReceiver() {
   const tokens: string[] = [];
-  const state = { mode: 'ok' as Mode };
+  // endless: bytes of body written, and whether the sender has closed the connection.
+  const state = { mode: 'ok' as Mode, streamed: 0, closed: false };
   const server: Server = createServer((req: IncomingMessage, res) => {
     let body = '';
     req.on('data', (chunk) => (body += chunk));
@@ -35,7 +37,18 @@ async function startReceiver() {
       if (state.mode === 'ok') return void res.writeHead(200).end();
       if (state.mode === 'error') return void res.writeHead(500).end();
       if (state.mode === 'redirect') return void res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end();
-      setTimeout(() => res.writeHead(200).end(), 3000);
+      if (state.mode === 'slow') return void setTimeout(() => res.writeHead(200).end(), 3000);
+      // 200, then a body that never ends, written as fast as the reader takes it.
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      res.writeHead(200);
+      res.on('close', () => (state.closed = true));
+      const pump = () => {
+        while (!res.destroyed) {
+          state.streamed += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+      };
+      pump();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -74,7 +87,7 @@ describe(`back-channel logout (${storeName})`, () => {
   afterEach(async () => {
     await sender?.stop();
     sender = undefined;
-    receiver.state.mode = 'ok';
+    Object.assign(receiver.state, { mode: 'ok', streamed: 0, closed: false });
   });
   afterAll(async () => {
     await receiver.close();
@@ -198,6 +211,43 @@ describe(`back-channel logout (${storeName})`, () => {
     expect(rows[0]).toEqual({ attempts: receiver.of(session.sid).length, last_error: null });
   });
 
+  it('reads a few KB of an endless reply, then closes the connection', async () => {
+    // With the production timeout, which a drained body would last out.
+    sender = await startLogoutSender(
+      { ...server.services, signingKeys: server.services.signingKeys!, log: server.app.log },
+      { ...FAST, timeout: SENDER_TIMINGS.timeout },
+    );
+    receiver.state.mode = 'endless';
+    const session = await signedIn();
+    await server.adminCall('POST', `/admin/grants/${session.sid}/revoke`);
+    expect(await within(2000, async () => receiver.state.closed)).toBe(true);
+    // What the sender read (4 KB), plus what the loopback's socket buffers held when it closed (a
+    // few MB): far from the hundreds of megabytes an endless body drained for the whole timeout came to.
+    expect(receiver.state.streamed).toBeLessThan(16 * 1024 * 1024);
+    const { rows } = await server.services.db.query<{ status: string }>(`SELECT status FROM logout_deliveries WHERE sid = $1`, [session.sid]);
+    expect(rows[0].status).toBe('delivered');
+    const streamed = receiver.state.streamed;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.state.streamed).toBe(streamed);
+  });
+
+  it('refuses at delivery a URI that resolves to a private address, unless LOGOUT_ALLOW_PRIVATE_NETWORKS allows it', async () => {
+    // Registered while the deployment allowed it; the setting has since been turned off.
+    const intranet = await server.createClient();
+    await server.services.db.query(`UPDATE clients SET backchannel_logout_uri = 'https://10.255.255.1/logout' WHERE id = $1`, [intranet.client_id]);
+    sender = await startSender();
+    const { agent } = await issueTokens(server, { client: intranet, scope: 'openid' });
+    await server.adminCall('POST', `/admin/agents/${agent.agent_id}/revoke-grants`);
+    const row = async () =>
+      (
+        await server.services.db.query<{ last_error: string | null }>(`SELECT last_error FROM logout_deliveries WHERE client_id = $1`, [
+          intranet.client_id,
+        ])
+      ).rows[0];
+    expect(await within(5000, async () => (await row())?.last_error !== null)).toBe(true);
+    expect((await row()).last_error).toMatch(/^refused: the URI must not resolve to a private, shared or unique-local address/);
+  });
+
   it('keeps retrying a website that is not there, the first retry within 15 s', async () => {
     // With the production timings: the first retry waits 5 to 10 s, later ones double up to 10 minutes.
     for (let i = 0; i < 200; i++) {
@@ -264,7 +314,7 @@ describe(`back-channel logout (${storeName})`, () => {
     const session = await signedIn();
     await server.adminCall('POST', `/admin/grants/${session.sid}/revoke`);
     // An instance claims it and dies before sending anything.
-    const claimed = await server.services.store.logoutDeliveries.claimDue(10, 1);
+    const claimed = await server.services.store.logoutDeliveries.claimDue({ limit: 10, leaseSeconds: 1, perWebsite: 10, inFlight: new Map() });
     expect(claimed.map((d) => d.sid)).toContain(session.sid);
     // The instance that starts next picks it up when the lease has run out.
     sender = await startSender();
@@ -290,6 +340,35 @@ describe(`back-channel logout (${storeName})`, () => {
   });
 });
 
+const PRIVATE_URIS = [
+  'https://10.0.0.1/logout',
+  'https://172.16.0.1/logout',
+  'https://172.31.255.254/logout',
+  'https://192.168.1.1/logout',
+  'https://100.64.0.1/logout',
+  'https://100.127.255.254/logout',
+  'https://[fd00::1]/logout',
+  'https://[fc00::1]/logout',
+  'https://[::ffff:10.0.0.1]/logout',
+  'https://[::ffff:c0a8:101]/logout',
+];
+
+/** A website registered with this logout URI, as the admin API answers it. */
+const registerWebsite = (on: TestServer, backchannelLogoutUri: string) =>
+  on.adminCall('POST', '/admin/clients', {
+    name: 'Website',
+    redirect_uris: ['https://shop.example/cb'],
+    backchannel_logout_uri: backchannelLogoutUri,
+  });
+
+async function expectRefused(on: TestServer, uris: string[], error: string) {
+  for (const uri of uris) {
+    const res = await registerWebsite(on, uri);
+    expect(res.statusCode, uri).toBe(400);
+    expect(res.json.error, uri).toBe(error);
+  }
+}
+
 describe(`back-channel logout registration (${storeName})`, () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -298,12 +377,12 @@ describe(`back-channel logout registration (${storeName})`, () => {
   afterAll(() => server.close());
 
   it('refuses URIs that are not https (but on localhost), or that reach link-local, metadata or the admin listener', async () => {
+    // The URI itself is malformed: invalid_request.
+    await expectRefused(server, ['http://shop.example/logout', 'https://shop.example/logout#fragment', 'not a uri'], 'invalid_request');
+    // Where it leads is refused: invalid_client_metadata (RFC 7591 §3.2.2).
     const refused = [
-      'http://shop.example/logout',
-      'https://shop.example/logout#fragment',
-      'not a uri',
       'https://169.254.169.254/latest/meta-data',
-      'http://[fe80::1]/logout',
+      'https://[fe80::1]/logout',
       'https://[::ffff:169.254.169.254]/',
       'https://100.100.100.200/',
       'https://0.0.0.0/logout',
@@ -311,15 +390,7 @@ describe(`back-channel logout registration (${storeName})`, () => {
       'http://127.0.0.1:3999/admin/clients',
       'https://127.1.2.3/logout',
     ];
-    for (const uri of refused) {
-      const res = await server.adminCall('POST', '/admin/clients', {
-        name: 'Website',
-        redirect_uris: ['https://shop.example/cb'],
-        backchannel_logout_uri: uri,
-      });
-      expect(res.statusCode, uri).toBe(400);
-      expect(res.json.error, uri).toBe('invalid_request');
-    }
+    await expectRefused(server, refused, 'invalid_client_metadata');
     const client = await server.createClient();
     const patched = await server.adminCall('PATCH', `/admin/clients/${client.client_id}`, { backchannel_logout_uri: 'https://169.254.169.254/' });
     expect(patched.statusCode).toBe(400);
@@ -334,14 +405,62 @@ describe(`back-channel logout registration (${storeName})`, () => {
     expect(cleared.json.backchannel_logout_uri).toBeNull();
   });
 
+  it('refuses private, shared and unique-local addresses, IPv4-mapped ones too, at registration', async () => {
+    const client = await server.createClient();
+    for (const uri of PRIVATE_URIS) {
+      const created = await registerWebsite(server, uri);
+      expect(created.statusCode, uri).toBe(400);
+      expect(created.json, uri).toEqual({
+        error: 'invalid_client_metadata',
+        error_description: expect.stringMatching(/private, shared or unique-local/),
+      });
+      const patched = await server.adminCall('PATCH', `/admin/clients/${client.client_id}`, { backchannel_logout_uri: uri });
+      expect(patched.json.error, uri).toBe('invalid_client_metadata');
+    }
+    // Neighbours of those ranges are public addresses, and accepted.
+    for (const uri of ['https://11.0.0.1/logout', 'https://172.32.0.1/logout', 'https://100.128.0.1/logout', 'https://[fe00::1]/logout']) {
+      expect((await server.adminCall('PATCH', `/admin/clients/${client.client_id}`, { backchannel_logout_uri: uri })).statusCode, uri).toBe(200);
+    }
+  });
+
+  it('refuses a host that resolves to a private address at delivery time', () => {
+    const rules = { adminHost: '127.0.0.1', adminPort: 3999, logoutAllowPrivateNetworks: false };
+    const url = new URL('https://intranet.shop.example/logout');
+    for (const address of ['10.1.2.3', '172.20.0.9', '192.168.0.1', '100.64.1.1', 'fd12::1', '::ffff:10.1.2.3', '::ffff:a01:203']) {
+      const resolved = [{ address, family: address.includes(':') ? 6 : 4 }];
+      expect(addressProblem(url, resolved, rules), address).toMatch(/private/);
+      expect(addressProblem(url, resolved, { ...rules, logoutAllowPrivateNetworks: true }), address).toBeUndefined();
+    }
+    // One private address among public ones is enough to refuse.
+    expect(
+      addressProblem(
+        url,
+        [
+          { address: '93.184.216.34', family: 4 },
+          { address: '10.0.0.1', family: 4 },
+        ],
+        rules,
+      ),
+    ).toMatch(/private/);
+  });
+
+  it('accepts private addresses with LOGOUT_ALLOW_PRIVATE_NETWORKS=true', async () => {
+    const intranet = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256', LOGOUT_ALLOW_PRIVATE_NETWORKS: 'true' });
+    try {
+      for (const uri of PRIVATE_URIS) {
+        expect((await registerWebsite(intranet, uri)).statusCode, uri).toBe(201);
+      }
+      // Link-local and metadata addresses stay refused.
+      await expectRefused(intranet, ['https://169.254.169.254/'], 'invalid_client_metadata');
+    } finally {
+      await intranet.close();
+    }
+  });
+
   it('needs OpenID Connect mode', async () => {
     const plain = await startTestServer();
     try {
-      const res = await plain.adminCall('POST', '/admin/clients', {
-        name: 'Website',
-        redirect_uris: ['https://shop.example/cb'],
-        backchannel_logout_uri: 'https://shop.example/logout',
-      });
+      const res = await registerWebsite(plain, 'https://shop.example/logout');
       expect(res.statusCode).toBe(400);
       expect(res.json.error_description).toMatch(/ID_TOKEN_SIGNING_ALG/);
     } finally {

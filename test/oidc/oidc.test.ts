@@ -117,15 +117,15 @@ describe.each(['RS256', 'ES256', 'EdDSA'] as const)(`OpenID Connect mode, %s (${
     expect(rfc8414).toEqual(discovery);
   });
 
-  it('answers the code grant with an ID token signed by the published key, carrying every claim', async () => {
+  it('answers the code grant with an ID token signed by the published RS256 key (the website chose none), carrying every claim', async () => {
     const { client, agent, before, tokens } = await signIn(server, { scope: 'openid email', nonce: 'nonce-0123456789' }, 'claude-test');
     const { payload, protectedHeader } = await jwtVerify(tokens.id_token, createLocalJWKSet(await jwks(server)), {
       issuer: ISSUER,
       audience: client.client_id,
-      algorithms: [alg],
+      algorithms: ['RS256'],
     });
-    expect(protectedHeader).toMatchObject({ alg, typ: 'JWT' });
-    const digest = createHash(HASH[alg]).update(tokens.access_token).digest();
+    expect(protectedHeader).toMatchObject({ alg: 'RS256', typ: 'JWT' });
+    const digest = createHash(HASH.RS256).update(tokens.access_token).digest();
     expect(payload).toEqual({
       iss: ISSUER,
       sub: agent.agent_id,
@@ -184,21 +184,24 @@ describe(`signing key rotation (${storeName})`, () => {
   afterAll(() => closeAll(second, server));
 
   it('makes a new key current on every instance, keeps the old one published until its tokens expire, then drops it', async () => {
-    const es256 = (keys: { kid?: string; alg?: string }[]) => keys.filter((k) => k.alg === 'ES256').map((k) => k.kid);
-    const oldKey = (await jwks(server)).keys.find((k) => k.alg === 'ES256')!;
+    // The sign-ins' websites chose no algorithm: their ID tokens are RS256 on this ES256 deployment.
+    const rs256 = (keys: { kid?: string; alg?: string }[]) => keys.filter((k) => k.alg === 'RS256').map((k) => k.kid);
+    const oldKey = (await jwks(server)).keys.find((k) => k.alg === 'RS256')!;
     const signedBefore = (await signIn(server, { scope: 'openid' })).tokens.id_token;
     expect(decodeProtectedHeader(signedBefore).kid).toBe(oldKey.kid);
 
     const rotated = await server.adminCall('POST', '/admin/keys/rotate');
     expect(rotated.statusCode).toBe(200);
+    // The default algorithm, RS256, is the view's headline.
+    expect(rotated.json.alg).toBe('RS256');
     const newKid = rotated.json.current_kid;
     expect(newKid).not.toBe(oldKey.kid);
-    expect(es256(rotated.json.keys)).toEqual([newKid, oldKey.kid]);
+    expect(rs256(rotated.json.keys)).toEqual([newKid, oldKey.kid]);
     expect(rotated.json.current.map((k: { alg: string }) => k.alg)).toEqual(['RS256', 'ES256', 'EdDSA']);
 
     // The other instance publishes both at once, so a token signed before the rotation still verifies there.
     const published = await jwks(second);
-    expect(es256(published.keys)).toEqual([newKid, oldKey.kid]);
+    expect(rs256(published.keys)).toEqual([newKid, oldKey.kid]);
     await jwtVerify(signedBefore, createLocalJWKSet(published));
     const signedAfter = (await signIn(server, { scope: 'openid' })).tokens.id_token;
     expect(decodeProtectedHeader(signedAfter).kid).toBe(newKid);
@@ -212,11 +215,11 @@ describe(`signing key rotation (${storeName})`, () => {
     // Once that time has passed it is no longer published (as an instance reading the store now
     // sees it: the JWKS is re-read at most once a second), and the purge deletes it.
     await server.services.db.query(`UPDATE signing_keys SET expires_at = now() - interval '1 second' WHERE kid = $1`, [oldKey.kid]);
-    const reader = await openSigningKeys(server.services.store.serverKeys, 'ES256', 3600);
-    expect(es256(await reader.published())).toEqual([newKid]);
+    const reader = await openSigningKeys(server.services.store.serverKeys, 3600);
+    expect(rs256(await reader.published())).toEqual([newKid]);
     const removed = await purgeExpired(server.services, { auditRetentionDays: 365, auditRetentionWithoutAgentDays: 365, log: server.app.log });
     expect(removed.signing_keys).toBe(1);
-    expect((await server.adminCall('GET', '/admin/keys')).json).toMatchObject({ alg: 'ES256', current_kid: newKid });
+    expect((await server.adminCall('GET', '/admin/keys')).json).toMatchObject({ alg: 'RS256', current_kid: newKid });
   });
 });
 
@@ -224,12 +227,11 @@ describe(`signing keys kept in the store (${storeName})`, () => {
   let server: TestServer;
   afterAll(() => server.close());
 
-  it('an instance starting over the same store signs with the same keys, whatever its default algorithm', async () => {
+  it('an instance starting over the same store signs with the same keys', async () => {
     server = await startTestServer({ ID_TOKEN_SIGNING_ALG: 'RS256' });
     const published = (await jwks(server)).keys;
     // As a restart would: the keys are read back, not made again.
-    const again = await openSigningKeys(server.services.store.serverKeys, 'EdDSA', 3600);
-    expect(again.defaultAlg).toBe('EdDSA');
+    const again = await openSigningKeys(server.services.store.serverKeys, 3600);
     for (const alg of ['RS256', 'ES256', 'EdDSA'] as const) {
       expect((await again.current(alg)).kid).toBe(published.find((k) => k.alg === alg)!.kid);
     }
@@ -271,15 +273,22 @@ describe(`ID token algorithm per website (${storeName})`, () => {
       expect((await server.adminCall('GET', `/admin/clients/${created.json.client_id}`)).json.id_token_signed_response_alg).toBe(alg);
       expect(await idTokenOf(created.json, alg)).toMatchObject({ alg, typ: 'JWT' });
     }
+    // Without a choice: RS256, which the view shows as the website's algorithm.
     const plain = await server.createClient();
-    expect((await server.adminCall('GET', `/admin/clients/${plain.client_id}`)).json.id_token_signed_response_alg).toBeNull();
+    expect((await server.adminCall('GET', `/admin/clients/${plain.client_id}`)).json.id_token_signed_response_alg).toBe('RS256');
     expect(await idTokenOf(plain, 'RS256')).toMatchObject({ alg: 'RS256' });
 
     // PATCH changes it, null gives the default back; anything else is refused.
     const patched = await server.adminCall('PATCH', `/admin/clients/${plain.client_id}`, { id_token_signed_response_alg: 'EdDSA' });
     expect(patched.json.id_token_signed_response_alg).toBe('EdDSA');
     expect(await idTokenOf(plain, 'EdDSA')).toMatchObject({ alg: 'EdDSA' });
-    await server.adminCall('PATCH', `/admin/clients/${plain.client_id}`, { id_token_signed_response_alg: null });
+    const cleared = await server.adminCall('PATCH', `/admin/clients/${plain.client_id}`, { id_token_signed_response_alg: null });
+    expect(cleared.json.id_token_signed_response_alg).toBe('RS256');
+    expect(
+      (await server.adminCall('GET', '/admin/clients')).json.clients.find((c: { client_id: string }) => c.client_id === plain.client_id),
+    ).toMatchObject({
+      id_token_signed_response_alg: 'RS256',
+    });
     expect(await idTokenOf(plain, 'RS256')).toMatchObject({ alg: 'RS256' });
     for (const alg of ['HS256', 'none', 'rs256']) {
       const refused = await server.adminCall('PATCH', `/admin/clients/${plain.client_id}`, { id_token_signed_response_alg: alg });

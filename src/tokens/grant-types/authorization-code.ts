@@ -1,8 +1,9 @@
-import { generateId, sha256 } from '../../crypto/secrets.js';
+import { generateId, randomToken, sha256 } from '../../crypto/secrets.js';
 import { InvalidGrant, InvalidRequest, InvalidTarget } from '../../errors.js';
 import { newRefreshToken } from '../../oauth/refresh-token-format.js';
 import { requestedResource } from '../../oauth/resource-indicator.js';
 import { signIdToken } from '../../oidc/id-token.js';
+import type { RedeemedCode } from '../../store/grants.js';
 import { authenticateCaller } from '../client-authentication.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';
@@ -10,7 +11,12 @@ import { type GrantHandler, tokenResponse } from '../token-response.js';
 // RFC 7636 §4.1: 43 to 128 characters of the unreserved set.
 const CODE_VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
-/** RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.6, S256 only). */
+/**
+ * RFC 6749 §4.1.3 with PKCE (RFC 7636 §4.6, S256 only). A spent code presented again is reuse, and
+ * revokes what it issued, unless it is a retry whose answer was lost: the same client, code,
+ * code_verifier and redirect_uri within REFRESH_TOKEN_REUSE_INTERVAL_SECONDS, the pair it was given
+ * never used. That retry gets a new pair of the same grant (docs/protocol.md, "Retried exchanges").
+ */
 export const authorizationCodeGrant: GrantHandler = async (deps, call, body, context) => {
   const client = await authenticateCaller(deps, call);
   const { code, redirect_uri: redirectUri, code_verifier: verifier } = body;
@@ -24,23 +30,46 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   const resource = requestedResource(body.resource);
 
   const { config, store, signingKeys } = deps;
-  const codeHash = sha256(code);
+  const presented = { codeHash: sha256(code), clientId: client.client_id, redirectUri, codeChallenge: sha256(verifier), resource };
   const grantId = generateId('grant');
+  const jtiSuffix = randomToken(12);
   const refreshToken = newRefreshToken();
   const redeemed = await store.grants.exchangeCode({
-    codeHash,
-    clientId: client.client_id,
-    redirectUri,
-    codeChallenge: sha256(verifier),
+    ...presented,
     grantId,
+    accessJti: `${grantId}.${jtiSuffix}`,
     refreshTokenHash: sha256(refreshToken),
     lifetimes: config.ttl,
-    resource,
   });
 
+  /** The tokens of `code`'s grant: the access token under the jti chosen above, and an ID token when asked for. */
+  const issue = (code: RedeemedCode, grant_id: string) => {
+    const { agent_id, model, scope } = code;
+    const grant = { grant_id, client_id: client.client_id, agent_id, model };
+    deps.events.emit('grant.issued', grant, context);
+    // OpenID Connect Core §3.1.3.3: an ID token when the scope asks for one, in OpenID Connect mode.
+    const idToken =
+      signingKeys && scope.split(' ').includes('openid')
+        ? (accessToken: string) => signIdToken(signingKeys, config, { ...code, ...grant }, accessToken)
+        : undefined;
+    return tokenResponse(deps, { ...grant, scope, resource: code.resource, email: code.email }, refreshToken, idToken, jtiSuffix);
+  };
+
   if (!redeemed) {
-    // A replayed code: its grant is revoked.
-    await revokeReused(deps, 'code', codeHash, context);
+    const interval = config.refreshTokenReuseIntervalSeconds;
+    const retried =
+      interval > 0
+        ? await store.grants.retryCodeExchange({
+            ...presented,
+            accessJtiSuffix: jtiSuffix,
+            refreshTokenHash: sha256(refreshToken),
+            lifetimes: config.ttl,
+            reuseIntervalSeconds: interval,
+          })
+        : undefined;
+    if (retried?.issued) return issue(retried, retried.grant_id);
+    // A replayed code: its grant is revoked. A retry that a concurrent retry beat revokes nothing.
+    if (!retried) await revokeReused(deps, 'code', presented.codeHash, context);
     throw new InvalidGrant('the authorization code is invalid, expired or already used');
   }
   if (!redeemed.agent_active) throw new InvalidGrant('the agent of this authorization is no longer active');
@@ -48,13 +77,5 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   if (!redeemed.verifier_matches) throw new InvalidGrant('code_verifier does not match the code_challenge');
   // RFC 8707 §2.2: the exchange may repeat the sign-in's resource or leave it out, not name another.
   if (!redeemed.resource_matches) throw new InvalidTarget('the authorization request was not for this resource');
-  const { agent_id, model, scope } = redeemed;
-  const grant = { grant_id: grantId, client_id: client.client_id, agent_id, model };
-  deps.events.emit('grant.issued', grant, context);
-  // OpenID Connect Core §3.1.3.3: an ID token when the scope asks for one, in OpenID Connect mode.
-  const idToken =
-    signingKeys && scope.split(' ').includes('openid')
-      ? (accessToken: string) => signIdToken(signingKeys, config, { ...redeemed, ...grant }, accessToken)
-      : undefined;
-  return tokenResponse(deps, { ...grant, scope, resource: redeemed.resource, email: redeemed.email }, refreshToken, idToken);
+  return issue(redeemed, grantId);
 };
