@@ -8,9 +8,8 @@ import { describeInChromium } from '../helpers/chromium.js';
 import { exchangeCode } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, signInToCode, startAuthorize } from '../helpers/flow.js';
-import { portalInChromium } from '../helpers/portal-browser.js';
+import { portalInChromium, signInByEmailLink } from '../helpers/portal-browser.js';
 import type { TestServer } from '../helpers/server.js';
-import { linkIn, type TestSmtp } from '../helpers/smtp.js';
 
 const describe = describeInChromium('an owner’s first hour in the portal');
 
@@ -22,7 +21,6 @@ const describe = describeInChromium('an owner’s first hour in the portal');
  */
 describe(`an owner's first hour in Chromium (${storeName})`, { timeout: 180_000 }, () => {
   const portal = portalInChromium({ timezoneId: 'Europe/Amsterdam', locale: 'en-GB' });
-  let smtp: TestSmtp;
   let server: TestServer;
   let issuer: string;
   let page: Page;
@@ -32,7 +30,7 @@ describe(`an owner's first hour in Chromium (${storeName})`, { timeout: 180_000 
   let website: Awaited<ReturnType<TestServer['createClient']>>;
 
   beforeAll(async () => {
-    ({ smtp, server, issuer, page } = portal);
+    ({ server, issuer, page } = portal);
     agent = await server.createAgent(email);
     await server.adminCall('PATCH', `/admin/agents/${agent.agent_id}`, { name: 'Research assistant' });
     website = await server.createClient(['https://shop.example/callback']);
@@ -47,12 +45,7 @@ describe(`an owner's first hour in Chromium (${storeName})`, { timeout: 180_000 
     expect(field.width).toBeCloseTo(form.width, 0);
     await expectAxeCleanEverywhere(page, 'portal-sign-in');
 
-    await page.getByLabel('Your email address').fill(email);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
-    await page.goto(linkIn(await smtp.next(email, 5000, (mail) => mail.subject.includes('sign-in link'))));
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${issuer}/account`);
+    await signInByEmailLink(portal, email);
     expect(problems).toEqual([]);
   });
 

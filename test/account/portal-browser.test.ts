@@ -6,7 +6,7 @@ import { describeInChromium } from '../helpers/chromium.js';
 import { exchangeCode, introspect } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { signInToCode } from '../helpers/flow.js';
-import { portalInChromium } from '../helpers/portal-browser.js';
+import { portalInChromium, signInByEmailLink } from '../helpers/portal-browser.js';
 import type { TestServer } from '../helpers/server.js';
 import { linkIn, type TestSmtp } from '../helpers/smtp.js';
 
@@ -50,12 +50,7 @@ describe(`the owners' portal in Chromium (${storeName})`, { timeout: 180_000 }, 
 
     await page.goto(`${issuer}/account`);
     await expectAxeCleanEverywhere(page, 'portal-sign-in');
-    await page.getByLabel('Your email address').fill(email);
-    await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-    await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
-    await page.goto(linkIn(await smtp.next(email, 5000, (mail) => mail.subject.includes('sign-in link'))));
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${issuer}/account`);
+    await signInByEmailLink(portal, email);
     await page.getByRole('heading', { name: 'Your account' }).waitFor();
     await expect(page.locator('#agents-table').textContent()).resolves.toContain('Daily News');
     await expectAxeCleanEverywhere(page, 'portal-agents');

@@ -119,7 +119,10 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect(none).toContain('No keys: the agent signs in with its secret.');
     expect(none).toContain(`data-api="${keysOf(alice)}" data-notice="Key added`);
     expect(none).toMatch(/<textarea id="new-key" name="jwk" data-type="json"/);
-    expect(none).toContain(`agent-auth agents keys add ${alice.agent.agent_id} --generate`);
+    // A way an owner can use (a key made in the browser), not an operator's command.
+    expect(none).toContain('<button id="make-key" type="button" class="primary">Make a key and download it</button>');
+    expect(none).toContain(`fetch("${keysOf(alice)}"`);
+    expect(none).not.toContain('agent-auth agents keys add');
     expect(none).not.toContain('key-only');
     // Rotation signs the agent out everywhere unless the owner unchecks the box.
     expect(none).toMatch(

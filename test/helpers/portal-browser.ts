@@ -3,7 +3,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
 import { startPortalServer } from './owner.js';
 import type { TestServer } from './server.js';
-import { startSmtp, type TestSmtp } from './smtp.js';
+import { linkIn, startSmtp, type TestSmtp } from './smtp.js';
 
 export interface PortalInChromium {
   browser: Browser;
@@ -45,4 +45,15 @@ export function portalInChromium(options: BrowserContextOptions = {}): PortalInC
     await portal.smtp?.close();
   });
   return portal;
+}
+
+/** What an owner does on the sign-in form: asks for a link, opens it from the mail, presses "Sign in". */
+export async function signInByEmailLink(portal: PortalInChromium, email: string): Promise<void> {
+  const { page, smtp, issuer } = portal;
+  await page.getByLabel('Your email address').fill(email);
+  await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+  await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+  await page.goto(linkIn(await smtp.next(email, 5000, (mail) => mail.subject.includes('sign-in link'))));
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${issuer}/account`);
 }
