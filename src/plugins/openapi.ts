@@ -29,6 +29,7 @@ export default fp(async function openapi(app: FastifyInstance) {
         { name: 'agent', description: "The agent's back channel" },
         { name: 'owner', description: 'The people agents act for: email-link sign-in and the owner API (a session cookie)' },
         { name: 'discovery', description: 'Metadata for client libraries' },
+        { name: 'signed requests', description: "Web Bot Auth: the agents' request-signing key directory, and who holds a key" },
         { name: 'health', description: 'Probes for orchestrators and load balancers' },
       ],
       components: {

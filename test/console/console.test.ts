@@ -196,16 +196,18 @@ describe(`the operators' console (${storeName})`, () => {
     );
   });
 
+  /** Posts a form as `op`, then shows the page it leads to with its flash, as a browser would. */
+  const actingAs = (op: Awaited<ReturnType<typeof operator>>) => async (url: string, fields: Record<string, string>) => {
+    const res = await op.post(url, fields);
+    expect(res.statusCode).toBe(303);
+    return (await op.get(res.headers.location as string, cookieHeader(res))).body;
+  };
+
   it("adds and deletes an agent's keys and makes it key-only, through the admin API's rules", async () => {
     const op = await operator(server);
     const agent = await server.createAgent();
     const page = `/console/agents/${agent.agent_id}`;
-    /** Posts a form, then shows the page it leads to with its flash, as a browser would. */
-    const act = async (url: string, fields: Record<string, string>) => {
-      const res = await op.post(url, fields);
-      expect(res.statusCode).toBe(303);
-      return (await op.get(res.headers.location as string, cookieHeader(res))).body;
-    };
+    const act = actingAs(op);
     expect((await op.get(page)).body).toContain('No keys: the agent signs in with its secret.');
 
     const jwk = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
@@ -248,11 +250,7 @@ describe(`the operators' console (${storeName})`, () => {
     const op = await operator(server);
     const agent = await server.createAgent();
     const page = `/console/agents/${agent.agent_id}`;
-    const act = async (url: string, fields: Record<string, string>) => {
-      const res = await op.post(url, fields);
-      expect(res.statusCode).toBe(303);
-      return (await op.get(res.headers.location as string, cookieHeader(res))).body;
-    };
+    const act = actingAs(op);
     const listed = async () =>
       (await server.app.inject({ method: 'GET', url: '/.well-known/http-message-signatures-directory' }))
         .json()

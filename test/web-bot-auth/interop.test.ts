@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { signedFetch, signRequest } from '@agent-auth/agent';
-import { type WebBotAuthResult,webBotAuthVerifier } from '@agent-auth/website/web-bot-auth';
+import { type WebBotAuthResult, webBotAuthVerifier } from '@agent-auth/website/web-bot-auth';
 import { type Component, signatureHeaders as httpsigHeaders } from 'http-message-sig';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signatureHeaders, verify } from 'web-bot-auth';
