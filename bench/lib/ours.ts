@@ -64,7 +64,7 @@ export async function registerOurs(adminUrl: string) {
   const agent = await admin<OurAgent>(adminUrl, '/admin/agents', { email: 'bench-owner@example.com', name: 'Bench agent' });
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   await admin(adminUrl, `/admin/agents/${agent.agent_id}/keys`, { jwk: publicKey.export({ format: 'jwk' }) });
-  await admin(adminUrl, '/admin/resources', { resource: RESOURCE, name: 'Bench MCP', scopes: ['email'] });
+  await admin(adminUrl, '/admin/resources', { resource: RESOURCE, name: 'Bench MCP' });
   return { client, agent, keyed: { ...agent, key: await keyFromPrivateKey(privateKey) } };
 }
 

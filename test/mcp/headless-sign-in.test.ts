@@ -2,9 +2,9 @@ import { AgentAuthClient, AgentAuthError, authorizationResponse, OwnerDeniedErro
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storeName } from '../helpers/database.js';
 import { authorizeUrl, pkce } from '../helpers/flow.js';
-import { signInOwner } from '../helpers/owner.js';
-import { ISSUER, startTestServer, type TestServer } from '../helpers/server.js';
-import { startSmtp, type TestSmtp } from '../helpers/smtp.js';
+import { closeServerWithMail, signInOwner, startServerWithMail } from '../helpers/owner.js';
+import { ISSUER, type TestServer } from '../helpers/server.js';
+import type { TestSmtp } from '../helpers/smtp.js';
 
 /**
  * The agent SDK's headless sign-in (`signInHeadless`): the agent is its own browser, from an
@@ -18,14 +18,10 @@ describe(`an agent signs in with no browser (${storeName})`, () => {
   const redirectUri = 'http://127.0.0.1:8123/callback';
 
   beforeAll(async () => {
-    smtp = await startSmtp();
-    server = await startTestServer({ SMTP_URL: smtp.url, RATE_LIMIT_EMAIL_LINK_PER_IP: '1000', RATE_LIMIT_EMAIL_LINK_PER_EMAIL: '1000' });
+    ({ smtp, server } = await startServerWithMail({ RATE_LIMIT_EMAIL_LINK_PER_IP: '1000', RATE_LIMIT_EMAIL_LINK_PER_EMAIL: '1000' }));
     baseUrl = await server.app.listen({ port: 0, host: '127.0.0.1' });
   });
-  afterAll(async () => {
-    await server?.close();
-    await smtp?.close();
-  });
+  afterAll(() => closeServerWithMail({ smtp, server }));
 
   /** A website, an agent and the authorization URL its OAuth library would send a browser to. */
   async function setUp(email = `owner-${crypto.randomUUID()}@example.com`) {
