@@ -129,7 +129,11 @@ export async function fetchJsonDocument(url: URL, options: OutboundFetchOptions)
       res.on('error', () => fail(new FetchRefused('was cut off')));
     });
     req.on('error', (err) =>
-      fail(new FetchRefused(err.name === 'AbortError' || err.name === 'TimeoutError' ? 'did not answer in time' : `could not be fetched: ${err.message}`)),
+      fail(
+        new FetchRefused(
+          err.name === 'AbortError' || err.name === 'TimeoutError' ? 'did not answer in time' : `could not be fetched: ${err.message}`,
+        ),
+      ),
     );
     req.end();
   });
