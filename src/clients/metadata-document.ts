@@ -186,8 +186,9 @@ export async function agentDocument(
  */
 export async function resolveClient(deps: ClientResolverDeps, clientId: string): Promise<Client | undefined> {
   const { config, store, clientDocuments } = deps;
-  if (!isDocumentUrl(clientId) || clientDocuments.fresh(clientId)) return store.clients.get(clientId);
+  // An agent's own document is ours, on our issuer (http in development too): read each time, never fetched.
   const agentId = agentOfDocument(config.issuer, clientId);
+  if (agentId === undefined && (!isDocumentUrl(clientId) || clientDocuments.fresh(clientId))) return store.clients.get(clientId);
   let fields: PublicClientFields;
   if (agentId !== undefined) {
     const doc = await agentDocument(deps, agentId);
