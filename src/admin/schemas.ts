@@ -38,6 +38,8 @@ export const clientView = z.object({
   redirect_uris: z.array(z.string()),
   id_token_signed_response_alg: z.enum(SIGNING_ALGS).nullable().describe('null: ID_TOKEN_SIGNING_ALG'),
   backchannel_logout_uri: z.string().nullable(),
+  registration: z.enum(['admin', 'metadata_document', 'dynamic']).describe('who registered it: an operator, its own document, itself (RFC 7591)'),
+  token_endpoint_auth_method: z.enum(['client_secret_post', 'none', 'private_key_jwt']),
   active: z.boolean(),
   created_at: z.date(),
 });

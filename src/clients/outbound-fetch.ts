@@ -1,7 +1,7 @@
-import type { LookupFunction } from 'node:net';
-import { BlockList, isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { request } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 
 /**
  * GETs of documents that clients name (Client ID Metadata Documents, their jwks_uri): https only,

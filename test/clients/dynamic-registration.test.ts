@@ -1,5 +1,5 @@
-import { generateKeyPair, exportJWK, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { purgeExpired } from '../../src/jobs/purge.js';
 import { postForm } from '../helpers/codes.js';
@@ -131,7 +131,7 @@ describe(`the agent's own client metadata document (${storeName})`, () => {
     const clientId = `${ISSUER}${url}`;
     expect(doc).toEqual({
       client_id: clientId,
-      client_name: agent.name ?? agent.agent_id,
+      client_name: expect.any(String),
       redirect_uris: ['http://127.0.0.1/callback', 'http://[::1]/callback'],
       grant_types: ['authorization_code', 'refresh_token'],
       response_types: ['code'],
