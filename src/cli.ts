@@ -517,6 +517,36 @@ keysCommand
     print(c, (await request(globals(c), 'POST', '/keys/rotate')) as Parameters<typeof printKeys>[0], printKeys),
   );
 
+// Resources: the MCP servers and APIs that take JWT access tokens (docs/protocol.md, "Resources").
+const RESOURCE_COLUMNS = ['resource', 'name', 'scopes', 'client_id', 'signing_alg'];
+const resourcesCommand = new Command('resources').description('the MCP servers (and other APIs) that take JWT access tokens');
+resourcesCommand
+  .command('add <resource>')
+  .description('register a resource by its identifier: an https URL (a trailing slash names the same one)')
+  .requiredOption('--name <name>', 'display name, shown to people when they sign in')
+  .option('--scope <scope>', 'a scope it accepts (repeatable; default: openid email profile)', collect)
+  .option('--client <id>', 'the website it belongs to: its credentials may introspect the tokens issued for it')
+  .option('--signing-alg <alg>', 'algorithm of its access tokens: RS256 (default), ES256 or EdDSA')
+  .action(async (resource: string, options: { name: string; scope?: string[]; client?: string; signingAlg?: string }, c: Command) => {
+    const body = { resource, name: options.name, scopes: options.scope, client_id: options.client, signing_alg: options.signingAlg };
+    const data = (await request(globals(c), 'POST', '/resources', body)) as Row;
+    print(c, data, (row) => printTable([row], RESOURCE_COLUMNS));
+  });
+resourcesCommand
+  .command('list')
+  .description('list the resources')
+  .action(async (_options, c: Command) => {
+    const data = (await request(globals(c), 'GET', '/resources')) as { resources: Row[] };
+    print(c, data, ({ resources }) => printTable(resources, RESOURCE_COLUMNS));
+  });
+resourcesCommand
+  .command('remove <resource>')
+  .description('remove a resource: the grants issued for it end')
+  .action(async (resource: string, _options, c: Command) => {
+    await request(globals(c), 'DELETE', `/resources/${segment(resource)}`);
+    print(c, { removed: resource }, () => console.log(`removed ${show(resource)}`));
+  });
+
 // The server's own defaults (src/config.ts), so the two cannot drift apart.
 const defaultUrl = process.env.AGENT_AUTH_ADMIN_URL || `http://127.0.0.1:${process.env.ADMIN_PORT || defaultOf('ADMIN_PORT')}`;
 
@@ -595,7 +625,8 @@ const program = new Command('agent-auth')
   .addCommand(grantsCommand)
   .addCommand(auditCommand)
   .addCommand(keysCommand)
-  .addCommand(logoutCommand);
+  .addCommand(logoutCommand)
+  .addCommand(resourcesCommand);
 
 program.parseAsync().catch((err: unknown) => {
   console.error(`error: ${escapeControls(err instanceof Error ? err.message : String(err))}`);

@@ -424,9 +424,7 @@ const envSchema = z.object({
   RATE_LIMIT_AUTHORIZE_PER_IP: count
     .default(120)
     .meta(about('`GET /authorize` per client IP per window (`0` = off, as for every limit).', '`GET /authorize` requests per client IP per window.')),
-  RATE_LIMIT_REGISTER_PER_IP: count
-    .default(10)
-    .meta(about('`POST /register` (dynamic client registration) per client IP per window.')),
+  RATE_LIMIT_REGISTER_PER_IP: count.default(10).meta(about('`POST /register` (dynamic client registration) per client IP per window.')),
   RATE_LIMIT_CHECK_STATUS_PER_IP: count
     .default(600)
     .meta(about('`GET /api/check-status` per client IP per window.', '`GET /api/check-status` requests per client IP per window.')),

@@ -1,5 +1,7 @@
 import { mailOwnersOnApprovalRequests } from './approvals/notify.js';
 import { GrantCache } from './cache/grant-cache.js';
+import { newClientKeySets } from './clients/client-assertion.js';
+import { ClientDocuments } from './clients/metadata-document.js';
 import type { Config } from './config.js';
 import { type Keyring, keyringFrom } from './crypto/keyring.js';
 import { randomToken } from './crypto/secrets.js';
@@ -16,8 +18,6 @@ import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
 import { noticeNewWebsites } from './owners/notices.js';
 import type { StoreCache } from './store/grants.js';
 import { createStore, type Store } from './store/index.js';
-import { newClientKeySets } from './clients/client-assertion.js';
-import { ClientDocuments } from './clients/metadata-document.js';
 import { ResourceTokens } from './tokens/resource-tokens.js';
 import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 

@@ -41,6 +41,8 @@ export const clientView = z.object({
     .nullable()
     .describe('the algorithm its ID tokens are signed with: the registered one, else RS256; null outside OpenID Connect mode'),
   backchannel_logout_uri: z.string().nullable(),
+  registration: z.enum(['admin', 'metadata_document', 'dynamic']).describe('who registered it: an operator, its own document, itself (RFC 7591)'),
+  token_endpoint_auth_method: z.enum(['client_secret_post', 'none', 'private_key_jwt']),
   active: z.boolean(),
   created_at: z.date(),
 });

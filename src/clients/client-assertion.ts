@@ -82,6 +82,7 @@ export async function checkClientAssertion(deps: ClientAssertionDeps, call: Clie
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > 200) throw refuse('jti must be 1 to 200 characters');
   if (exp > Date.now() / 1000 + MAX_LIFETIME_SECONDS + CLOCK_SKEW_SECONDS) throw refuse(`exp is more than ${MAX_LIFETIME_SECONDS} seconds ahead`);
   // Spent until no instance would accept it any more: its expiry plus the skew.
-  if (!(await deps.store.clients.spendAssertion(clientId, jti, new Date((exp + CLOCK_SKEW_SECONDS) * 1000)))) throw refuse('its jti was used already');
+  if (!(await deps.store.clients.spendAssertion(clientId, jti, new Date((exp + CLOCK_SKEW_SECONDS) * 1000))))
+    throw refuse('its jti was used already');
   call.client = { client_id: clientId, method: 'private_key_jwt' };
 }

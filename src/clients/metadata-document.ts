@@ -48,7 +48,10 @@ const documentSchema = z
     // Absent: a public client. Shared secrets make no sense for a document anyone can read.
     token_endpoint_auth_method: z.enum(['none', 'private_key_jwt']).default('none'),
     jwks: jwks.optional(),
-    jwks_uri: z.url({ protocol: /^https$/ }).max(2000).optional(),
+    jwks_uri: z
+      .url({ protocol: /^https$/ })
+      .max(2000)
+      .optional(),
   })
   .refine((doc) => !Object.keys(doc).some((key) => key.startsWith('client_secret')), 'must not carry client_secret members')
   .refine(
@@ -158,7 +161,10 @@ export interface ClientResolverDeps {
 }
 
 /** An active agent's document, or undefined for an unknown or inactive agent. */
-export async function agentDocument({ config, store }: Omit<ClientResolverDeps, 'clientDocuments'>, agentId: string): Promise<AgentDocument | undefined> {
+export async function agentDocument(
+  { config, store }: Omit<ClientResolverDeps, 'clientDocuments'>,
+  agentId: string,
+): Promise<AgentDocument | undefined> {
   const agent = await store.agents.getWithSecret(agentId);
   const keys = agent?.active ? await store.agentKeys.list(agentId) : undefined;
   if (!agent || !keys) return undefined;
@@ -180,8 +186,9 @@ export async function agentDocument({ config, store }: Omit<ClientResolverDeps, 
  */
 export async function resolveClient(deps: ClientResolverDeps, clientId: string): Promise<Client | undefined> {
   const { config, store, clientDocuments } = deps;
-  if (!isDocumentUrl(clientId) || clientDocuments.fresh(clientId)) return store.clients.get(clientId);
+  // An agent's own document is ours, on our issuer (http in development too): read each time, never fetched.
   const agentId = agentOfDocument(config.issuer, clientId);
+  if (agentId === undefined && (!isDocumentUrl(clientId) || clientDocuments.fresh(clientId))) return store.clients.get(clientId);
   let fields: PublicClientFields;
   if (agentId !== undefined) {
     const doc = await agentDocument(deps, agentId);

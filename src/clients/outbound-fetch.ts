@@ -1,7 +1,7 @@
-import type { LookupFunction } from 'node:net';
-import { BlockList, isIP } from 'node:net';
 import { lookup } from 'node:dns/promises';
 import { request } from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 
 /**
  * GETs of documents that clients name (Client ID Metadata Documents, their jwks_uri): https only,
@@ -129,7 +129,11 @@ export async function fetchJsonDocument(url: URL, options: OutboundFetchOptions)
       res.on('error', () => fail(new FetchRefused('was cut off')));
     });
     req.on('error', (err) =>
-      fail(new FetchRefused(err.name === 'AbortError' || err.name === 'TimeoutError' ? 'did not answer in time' : `could not be fetched: ${err.message}`)),
+      fail(
+        new FetchRefused(
+          err.name === 'AbortError' || err.name === 'TimeoutError' ? 'did not answer in time' : `could not be fetched: ${err.message}`,
+        ),
+      ),
     );
     req.end();
   });

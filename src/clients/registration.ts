@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { InvalidClientMetadata } from '../errors.js';
-import { transportProblem } from '../protocol/transport.js';
 import { displayText } from '../protocol/text.js';
+import { transportProblem } from '../protocol/transport.js';
 import type { Client } from '../store/clients.js';
 import type { Store } from '../store/index.js';
 

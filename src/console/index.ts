@@ -10,6 +10,7 @@ import auditPages from './audit-log.js';
 import homePage from './home.js';
 import loginPages from './login.js';
 import { FormProblem, renderConsole } from './render.js';
+import resourcePages from './resources.js';
 import { type ConsoleKeys, consoleKeys } from './session.js';
 import userPages from './users.js';
 import websitePages from './websites.js';
@@ -79,6 +80,7 @@ export default async function consolePlugin(app: FastifyInstance, options: { adm
   await app.register(loginPages);
   await app.register(homePage);
   await app.register(websitePages);
+  await app.register(resourcePages);
   await app.register(agentPages);
   await app.register(userPages);
   await app.register(auditPages);

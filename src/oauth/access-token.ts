@@ -5,7 +5,7 @@ import type { Keyring } from '../crypto/keyring.js';
 import { randomToken, safeEqual } from '../crypto/secrets.js';
 import type { GrantSubject } from '../store/grants.js';
 
-const claimsSchema = z.object({
+export const claimsSchema = z.object({
   iss: z.string(),
   sub: z.string(),
   aud: z.string(),

@@ -15,7 +15,12 @@ export const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-beare
 export const param = (max: number) => z.string().max(max).optional();
 
 /** Body fields of client_secret_post and private_key_jwt, shared by the schemas of the three endpoints. */
-export const clientCredentials = { client_id: param(200), client_secret: param(200), client_assertion_type: param(200), client_assertion: param(8192) };
+export const clientCredentials = {
+  client_id: param(200),
+  client_secret: param(200),
+  client_assertion_type: param(200),
+  client_assertion: param(8192),
+};
 
 /**
  * The body of /introspect and /revoke. token_type_hint is accepted and ignored (RFC 7009 §2.1
@@ -24,7 +29,8 @@ export const clientCredentials = { client_id: param(200), client_secret: param(2
 export const presentedTokenBody = z.object({ token: param(8192), token_type_hint: param(100), ...clientCredentials });
 
 /** The client authentication fields of a request body, when it has any. */
-export type CredentialFields = { client_id?: string; client_secret?: string; client_assertion_type?: string; client_assertion?: string } | null | undefined;
+export type CredentialFields =
+  { client_id?: string; client_secret?: string; client_assertion_type?: string; client_assertion?: string } | null | undefined;
 
 // RFC 6749 §2.3.1: id and secret are form-urlencoded before they go into the Basic credentials.
 function formDecode(value: string): string {
@@ -85,7 +91,8 @@ export function presentedCredentials(authorization: string | undefined, body: Cr
   const assertion = body?.client_assertion;
   if (assertion !== undefined || body?.client_assertion_type !== undefined) {
     if (basic || body?.client_secret !== undefined) throw new InvalidRequest('use one client authentication method');
-    if (body?.client_assertion_type !== JWT_BEARER || !assertion) throw new InvalidClient(`private_key_jwt needs client_assertion_type ${JWT_BEARER} and client_assertion`);
+    if (body?.client_assertion_type !== JWT_BEARER || !assertion)
+      throw new InvalidClient(`private_key_jwt needs client_assertion_type ${JWT_BEARER} and client_assertion`);
   }
   const id = basic?.id ?? body?.client_id ?? (assertion && assertedClient(assertion));
   return { id: id && id.length <= 200 ? id : undefined, secret: basic?.secret ?? body?.client_secret ?? '', ...(assertion && { assertion }) };

@@ -9,7 +9,7 @@ const schema = {
   tags: ['discovery'],
   description:
     "The agent's own Client ID Metadata Document: its client_id is this URL, for MCP servers that take agent-auth's " +
-    'tokens. private_key_jwt with the agent\'s registered keys as jwks; loopback redirect URIs for the agent SDK\'s ' +
+    "tokens. private_key_jwt with the agent's registered keys as jwks; loopback redirect URIs for the agent SDK's " +
     'headless sign-in. 404 for an unknown or inactive agent.',
   params: z.object({ agent_id: z.string().max(200) }),
   response: {

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { agentOfDocument, resolveClient } from '../clients/metadata-document.js';
 import { InvalidClient, InvalidRequest, InvalidTarget, UnsupportedResponseType } from '../errors.js';
 import { start } from '../flows/sign-in.js';
-import { agentOfDocument, resolveClient } from '../clients/metadata-document.js';
 import { isRegisteredRedirect, redirectToClient } from '../oauth/redirect.js';
 import { requestedResource } from '../oauth/resource-indicator.js';
 import { parseResourceScope, parseScope } from '../oauth/scopes.js';

@@ -172,11 +172,11 @@ export function createClientStore(db: Db) {
      * was spent already, by whichever instance saw it first.
      */
     async spendAssertion(id: string, jti: string, keepUntil: Date): Promise<boolean> {
-      const { rowCount } = await db.query(
-        `INSERT INTO client_assertion_jtis (client_id, jti, expires_at) VALUES ($1, $2, $3) ON CONFLICT (client_id, jti) DO NOTHING`,
+      const { rows } = await db.query(
+        `INSERT INTO client_assertion_jtis (client_id, jti, expires_at) VALUES ($1, $2, $3) ON CONFLICT (client_id, jti) DO NOTHING RETURNING 1`,
         [id, jti, keepUntil],
       );
-      return rowCount === 1;
+      return rows.length === 1;
     },
 
     async remove(id: string): Promise<boolean> {

@@ -1,25 +1,15 @@
 import { type CryptoKey, decodeProtectedHeader, importJWK, jwtVerify, SignJWT } from 'jose';
-import { z } from 'zod';
 import type { Config } from '../config.js';
 import { randomToken } from '../crypto/secrets.js';
-import type { AccessTokenClaims } from '../oauth/access-token.js';
+import { type AccessTokenClaims, claimsSchema as websiteClaims } from '../oauth/access-token.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 import type { SigningKeys } from '../oidc/signing-keys.js';
 import { SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
 import type { GrantSubject } from '../store/grants.js';
 import type { Store } from '../store/index.js';
 
-/** The claims of a resource's access token, as checked (RFC 9068 §2.2; docs/protocol.md, "Resources"). */
-const claimsSchema = z.object({
-  iss: z.string(),
-  sub: z.string(),
-  aud: z.string(),
-  client_id: z.string(),
-  scope: z.string(),
-  iat: z.number().int(),
-  exp: z.number().int(),
-  jti: z.string().regex(/^[\w-]+\.[\w-]+$/),
-});
+/** The claims of a resource's access token, as checked (RFC 9068 §2.2; docs/protocol.md, "Resources"): a website's, but the model. */
+const claimsSchema = websiteClaims.omit({ model: true });
 
 /** A resource's token is checked like a website's, but carries no model. */
 export type ResourceTokenClaims = Omit<AccessTokenClaims, 'model'> & { model?: undefined };

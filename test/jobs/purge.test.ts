@@ -93,6 +93,9 @@ describe(`purging expired rows (${storeName})`, () => {
       owner_sessions: 1,
       owner_email_links: 1,
       agent_assertion_jtis: 1,
+      // Covered by test/clients: nothing of theirs here.
+      client_assertion_jtis: 0,
+      clients: 0,
       webauthn_challenges: 1,
       signing_keys: 0,
       grants: 1,
