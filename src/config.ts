@@ -301,6 +301,15 @@ const envSchema = z.object({
         'Longest time an instance serves a cached grant or client from memory before reading it again, at most 10. Notifications make revocation immediate; this bounds what a failure that loses them unnoticed could cost (see [Grant cache](#grant-cache)).',
       ),
     ),
+  DPOP_NONCE: z
+    .enum(['off', 'on'])
+    .default('off')
+    .meta(
+      about(
+        '`on`: every DPoP proof at `/token` and `/userinfo` must carry a server nonce (`use_dpop_nonce` hands one out).',
+        '`on`: every DPoP proof (RFC 9449) at `/token` and `/userinfo` must carry a nonce this server issued (§8, §9): a proof without one, or with an old one, is refused with `use_dpop_nonce` and a fresh nonce in the `DPoP-Nonce` header, which clients such as openid-client retry with on their own. Nonces are derived from a secret every instance reads from the store and change every 5 minutes, so a proof signed in advance is useless. `off`: proofs are checked by their `iat` alone. See docs/protocol.md, "DPoP".',
+      ),
+    ),
   TRUST_PROXY: trustProxy
     .default(false)
     .meta(
@@ -530,6 +539,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     auditRetentionWithoutAgentDays: e.AUDIT_RETENTION_WITHOUT_AGENT_DAYS,
     grantCacheSize: e.GRANT_CACHE_SIZE,
     grantCacheMaxAgeSeconds: e.GRANT_CACHE_MAX_AGE_SECONDS,
+    dpopNonce: e.DPOP_NONCE === 'on',
     trustProxy: e.TRUST_PROXY,
     adminTrustProxy: e.ADMIN_TRUST_PROXY,
     redisUrl: e.REDIS_URL,

@@ -38,6 +38,7 @@ export const clientView = z.object({
   redirect_uris: z.array(z.string()),
   id_token_signed_response_alg: z.enum(SIGNING_ALGS).nullable().describe('null: ID_TOKEN_SIGNING_ALG'),
   backchannel_logout_uri: z.string().nullable(),
+  dpop_bound_access_tokens: z.boolean(),
   active: z.boolean(),
   created_at: z.date(),
 });

@@ -16,6 +16,8 @@ const claimsSchema = z.object({
   // `<grant id>.<random>`: see grantIdOf.
   jti: z.string().regex(/^[\w-]+\.[\w-]+$/),
   model: z.string(),
+  // A DPoP-bound token (RFC 9449 §6.1): the thumbprint of the key its holder must prove.
+  cnf: z.strictObject({ jkt: z.string() }).optional(),
 });
 export type AccessTokenClaims = z.infer<typeof claimsSchema>;
 
@@ -52,8 +54,11 @@ export interface TokenKeys {
   keyring: Keyring;
 }
 
+/** What an access token is signed from: its grant, and the DPoP key it is bound to, if any. */
+export type BoundGrantSubject = GrantSubject & { dpop_jkt?: string };
+
 /** Signs with the newest key of the keyring (RFC 9068 header and the claims docs/protocol.md lists). */
-export function signAccessToken({ config, keyring }: TokenKeys, grant: GrantSubject) {
+export function signAccessToken({ config, keyring }: TokenKeys, grant: BoundGrantSubject) {
   const iat = Math.floor(Date.now() / 1000);
   const expiresIn = config.ttl.accessToken;
   const claims: AccessTokenClaims = {
@@ -66,6 +71,7 @@ export function signAccessToken({ config, keyring }: TokenKeys, grant: GrantSubj
     exp: iat + expiresIn,
     jti: `${grant.grant_id}.${randomToken(12)}`,
     model: grant.model,
+    ...(grant.dpop_jkt ? { cnf: { jkt: grant.dpop_jkt } } : {}),
   };
   const signingInput = `${base64urlJson({ alg: 'HS256', typ: 'at+jwt', kid: keyring.current.kid })}.${base64urlJson(claims)}`;
   return { token: `${signingInput}.${hs256(keyring.current.key, signingInput)}`, claims, expiresIn };

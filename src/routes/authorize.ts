@@ -20,6 +20,7 @@ const MAX_LENGTH = {
   scope: 500,
   login_hint: 64,
   nonce: 500,
+  dpop_jkt: 43,
 };
 type Parameter = keyof typeof MAX_LENGTH;
 
@@ -42,7 +43,8 @@ const schema = {
     'sign-in page, which carries the request id for the agent (<meta name="request-id"> and window.authRequest) and ' +
     'binds the request to this browser with a cookie; once the agent has authenticated, the page moves on to ' +
     '/authorize/complete. scope defaults to "openid email profile". login_hint (an agent id): only that agent may ' +
-    'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token.',
+    'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token. dpop_jkt (RFC 9449 §10): ' +
+    'the thumbprint of the DPoP key the code exchange must prove.',
   querystring: querySchema,
   response: {
     200: htmlPage('The sign-in page'),
@@ -53,6 +55,8 @@ const schema = {
 };
 
 const CODE_CHALLENGE = /^[A-Za-z0-9_-]{43,128}$/;
+// An RFC 7638 SHA-256 thumbprint, base64url.
+const JKT = /^[A-Za-z0-9_-]{43}$/;
 const agentId = idText();
 
 /** A parameter sent at most once (RFC 6749 §3.1) and not over-long. */
@@ -104,6 +108,8 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     if (loginHint !== undefined && !agentId.safeParse(loginHint).success) throw new InvalidRequest('login_hint must be an agent id');
     // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
     const nonce = config.idTokenSigningAlg ? optional(query, 'nonce') : undefined;
+    const dpopJkt = optional(query, 'dpop_jkt');
+    if (dpopJkt !== undefined && !JKT.test(dpopJkt)) throw new InvalidRequest('dpop_jkt must be a JWK SHA-256 thumbprint (43 characters of base64url)');
 
     const created = await start(
       app.services,
@@ -115,6 +121,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
         scope,
         login_hint: loginHint ?? null,
         nonce: nonce ?? null,
+        dpop_jkt: dpopJkt ?? null,
       },
       { log: request.log },
     );

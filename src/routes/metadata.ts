@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { DPOP_ALGS } from '../dpop/proof.js';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
 import { AGENT_ASSERTION, AGENT_AUTHENTICATION_METHODS } from '../protocol/sign-in.js';
 import { SIGNING_ALGS } from '../protocol/signing.js';
@@ -25,6 +26,7 @@ const metadataSchema = z.object({
   revocation_endpoint_auth_methods_supported: values,
   agent_authentication_methods_supported: values,
   agent_assertion_signing_alg_values_supported: values,
+  dpop_signing_alg_values_supported: values,
 });
 
 /**
@@ -50,6 +52,8 @@ export function authorizationServerMetadata(issuer: string): z.infer<typeof meta
     revocation_endpoint_auth_methods_supported: ['client_secret_post'],
     agent_authentication_methods_supported: [...AGENT_AUTHENTICATION_METHODS],
     agent_assertion_signing_alg_values_supported: [...AGENT_ASSERTION.algorithms],
+    // RFC 9449 §5.1: the algorithms of DPoP proofs.
+    dpop_signing_alg_values_supported: [...DPOP_ALGS],
   };
 }
 

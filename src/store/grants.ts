@@ -30,7 +30,9 @@ export interface RedeemedCode {
   agent_active: boolean;
   redirect_uri_matches: boolean;
   verifier_matches: boolean;
-  /** All three checks passed: the grant and its first refresh token exist. */
+  /** The request named no DPoP key (dpop_jkt), or the exchange proved that one (RFC 9449 §10). */
+  dpop_jkt_matches: boolean;
+  /** All four checks passed: the grant and its first refresh token exist. */
   issued: boolean;
   /**
    * For the ID token: when the agent authenticated (seconds since the epoch; null once the request
@@ -58,6 +60,8 @@ export interface GrantSubject {
 export interface ActiveRefreshToken extends GrantSubject {
   created_at: Date;
   expires_at: Date;
+  /** The DPoP key the grant's tokens are bound to (migrations/080), or null. */
+  dpop_jkt: string | null;
 }
 
 /** A grant that a statement has just ended (revoked), with grants.revoked_reason. */
@@ -135,7 +139,7 @@ const liveGrant = (grantId: string) =>
    FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = a.user_id
    WHERE g.id = ${grantId} AND ${LIVE_GRANT}`;
 const refreshToken = (tokenHash: string, clientId: string) =>
-  `SELECT g.id AS grant_id, g.client_id, g.agent_id, g.model, rt.scope, rt.created_at, rt.expires_at
+  `SELECT g.id AS grant_id, g.client_id, g.agent_id, g.model, rt.scope, rt.created_at, rt.expires_at, g.dpop_jkt
    FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
    WHERE rt.token_hash = ${tokenHash} AND g.client_id = ${clientId} AND rt.used_at IS NULL AND rt.expires_at > now()
      AND ${LIVE_GRANT}`;
@@ -149,15 +153,34 @@ const REFRESHED_GRANT = (refreshTtl: string, accessTtl: string) =>
    expires_at = CASE WHEN expires_at >= now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int)) THEN expires_at
                      ELSE now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int) * 1.1) END`;
 
-/** $1 to $6 of both rotation statements: the token, its client, its successor, the lifetimes, the scope asked for. */
-const rotationParams = (input: { tokenHash: string; clientId: string; newTokenHash: string; lifetimes: TokenLifetimes; scope?: string[] }) => [
+/** What both rotation statements take. */
+export interface Rotation {
+  tokenHash: string;
+  clientId: string;
+  newTokenHash: string;
+  lifetimes: TokenLifetimes;
+  scope?: string[];
+  /** The thumbprint of the request's DPoP key, or null without a proof. */
+  dpopJkt: string | null;
+}
+
+/** $1 to $7 of both rotation statements: the token, its client, its successor, the lifetimes, the scope asked for, the DPoP key. */
+const rotationParams = (input: Rotation) => [
   input.tokenHash,
   input.clientId,
   input.newTokenHash,
   input.lifetimes.refreshToken,
   input.lifetimes.accessToken,
   input.scope ?? null,
+  input.dpopJkt,
 ];
+
+// The sign-in named no DPoP key (dpop_jkt, RFC 9449 §10), or $9 (the exchange's key) is that one.
+const DPOP_JKT_MATCHES = `EXISTS (SELECT 1 FROM auth_requests r WHERE r.id = ac.request_id AND (r.dpop_jkt IS NULL OR r.dpop_jkt = $9))`;
+
+// A grant bound to a DPoP key is refreshed only with a proof of that key, and a website that must use
+// DPoP only with a proof (RFC 9449 §5, §5.2); $7 is the request's key. Refused, nothing is spent.
+const DPOP_KEY_FITS = `(g.dpop_jkt IS NULL OR g.dpop_jkt = $7) AND ($7::text IS NOT NULL OR NOT c.dpop_bound_access_tokens)`;
 
 /** An access token's grant, if it is live and the token was not revoked on its own. */
 const liveFor = (grant: LiveGrant | undefined, jti: string) => (grant && !grant.revoked_jtis.includes(jti) ? grant : undefined);
@@ -201,19 +224,24 @@ export function createGrantStore(db: Db, cache: StoreCache) {
       grantId: string;
       refreshTokenHash: string;
       lifetimes: TokenLifetimes;
+      /** The thumbprint of the exchange's DPoP key, or null without a proof: the grant is bound to it. */
+      dpopJkt: string | null;
     }): Promise<RedeemedCode | undefined> {
+      // The key the sign-in named (dpop_jkt) is on its request, which outlives the code (src/store/maintenance.ts):
+      // without the request, the code is refused.
       const { rows } = await db.query<RedeemedCode>(
         `WITH spent AS (
            UPDATE auth_codes ac SET used_at = now(),
-             grant_id = CASE WHEN a.active AND ac.redirect_uri = $3 AND ac.code_challenge = $4 THEN $5 END
+             grant_id = CASE WHEN a.active AND ac.redirect_uri = $3 AND ac.code_challenge = $4 AND ${DPOP_JKT_MATCHES} THEN $5 END
            FROM agents a
            WHERE ac.code_hash = $1 AND ac.client_id = $2 AND ac.used_at IS NULL AND ac.expires_at > now()
              AND a.id = ac.agent_id
            RETURNING ac.request_id, ac.client_id, ac.agent_id, a.user_id, ac.scope, ac.model, ac.grant_id,
-             a.active AS agent_active, ac.redirect_uri = $3 AS redirect_uri_matches, ac.code_challenge = $4 AS verifier_matches
+             a.active AS agent_active, ac.redirect_uri = $3 AS redirect_uri_matches, ac.code_challenge = $4 AS verifier_matches,
+             ${DPOP_JKT_MATCHES} AS dpop_jkt_matches
          ), g AS (
-           INSERT INTO grants (id, client_id, agent_id, user_id, request_id, scope, model, expires_at)
-           SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model,
+           INSERT INTO grants (id, client_id, agent_id, user_id, request_id, scope, model, dpop_jkt, expires_at)
+           SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model, $9,
              now() + make_interval(secs => greatest($7::int, $8::int))
            FROM spent WHERE grant_id IS NOT NULL
            RETURNING id, scope
@@ -221,7 +249,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
            SELECT $6, id, scope, now() + make_interval(secs => $7::int) FROM g
          )
-         SELECT s.agent_id, s.scope, s.model, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
+         SELECT s.agent_id, s.scope, s.model, s.agent_active, s.redirect_uri_matches, s.verifier_matches, s.dpop_jkt_matches,
            s.grant_id IS NOT NULL AS issued,
            floor(extract(epoch FROM r.authenticated_at))::float8 AS auth_time, r.nonce, u.email, c.id_token_signed_response_alg,
            u.email_verified_at IS NOT NULL AS email_verified
@@ -235,6 +263,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
           input.refreshTokenHash,
           input.lifetimes.refreshToken,
           input.lifetimes.accessToken,
+          input.dpopJkt,
         ],
       );
       return rows[0];
@@ -255,21 +284,18 @@ export function createGrantStore(db: Db, cache: StoreCache) {
      * Undefined when the token is unknown, spent, expired, of another client, of a dead grant, when
      * the client's secret does not match, or when the scope was refused (the caller finds out which).
      */
-    async rotateRefreshToken(input: {
-      tokenHash: string;
-      clientId: string;
-      /** SHA-256 of the secret the client presented: the token is spent only if it matches. */
-      clientSecretHash: string;
-      newTokenHash: string;
-      lifetimes: TokenLifetimes;
-      scope?: string[];
-    }): Promise<(GrantSubject & { client: StoredClientCredentials }) | undefined> {
+    async rotateRefreshToken(
+      input: Rotation & {
+        /** SHA-256 of the secret the client presented: the token is spent only if it matches. */
+        clientSecretHash: string;
+      },
+    ): Promise<(GrantSubject & { client: StoredClientCredentials }) | undefined> {
       const { rows } = await db.query<GrantSubject & { secret_hash: string; client_active: boolean }>(
         `WITH spent AS (
            UPDATE refresh_tokens rt SET used_at = now()
            FROM grants g ${GRANT_JOINS}
            WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > now()
-             AND g.id = rt.grant_id AND g.client_id = $2 AND c.secret_hash = $7 AND ${LIVE_GRANT}
+             AND g.id = rt.grant_id AND g.client_id = $2 AND c.secret_hash = $8 AND ${LIVE_GRANT} AND ${DPOP_KEY_FITS}
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
            RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model, c.secret_hash, c.active AS client_active
          ), successor AS (
@@ -298,21 +324,18 @@ export function createGrantStore(db: Db, cache: StoreCache) {
      * Undefined when the token does not qualify (the caller treats it as reuse); `issued: false` when
      * it qualified but a concurrent retry discarded the same successor first.
      */
-    async rotateRetriedRefreshToken(input: {
-      tokenHash: string;
-      /** Already authenticated. */
-      clientId: string;
-      newTokenHash: string;
-      lifetimes: TokenLifetimes;
-      scope?: string[];
-      reuseIntervalSeconds: number;
-    }): Promise<(GrantSubject & { issued: boolean }) | undefined> {
+    async rotateRetriedRefreshToken(
+      input: Rotation & {
+        /** `clientId` is already authenticated. */
+        reuseIntervalSeconds: number;
+      },
+    ): Promise<(GrantSubject & { issued: boolean }) | undefined> {
       const { rows } = await db.query<GrantSubject & { issued: boolean }>(
         `WITH retried AS (
            SELECT rt.grant_id, rt.scope, rt.used_at, g.client_id, g.agent_id, g.model
            FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
-           WHERE rt.token_hash = $1 AND g.client_id = $2 AND ${LIVE_GRANT}
-             AND NOT rt.discarded AND rt.used_at > now() - make_interval(secs => $7::int)
+           WHERE rt.token_hash = $1 AND g.client_id = $2 AND ${LIVE_GRANT} AND ${DPOP_KEY_FITS}
+             AND NOT rt.discarded AND rt.used_at > now() - make_interval(secs => $8::int)
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
              AND NOT EXISTS (SELECT 1 FROM refresh_tokens later WHERE later.grant_id = rt.grant_id AND later.used_at > rt.used_at)
          ), discarded AS (

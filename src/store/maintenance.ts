@@ -15,6 +15,7 @@ const TARGETS: { table: string; expired: string }[] = [
   // Kept a day, past their 15 minutes, so that the limit per email can count them.
   { table: 'owner_email_links', expired: `created_at < now() - interval '1 day'` },
   { table: 'agent_assertion_jtis', expired: 'expires_at < now()' },
+  { table: 'dpop_proofs', expired: 'expires_at < now()' },
   // A passkey ceremony's challenge is used once within minutes; an abandoned one is no use to anyone.
   { table: 'webauthn_challenges', expired: 'expires_at < now()' },
   // Retired ID token keys, once no token they signed is valid (the current key has no expiry).

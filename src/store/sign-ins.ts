@@ -47,6 +47,8 @@ export interface NewSignIn {
   login_hint: string | null;
   /** OpenID Connect mode: echoed in the ID token. */
   nonce: string | null;
+  /** The DPoP key the code is bound to (RFC 9449 §10): its exchange must prove it. */
+  dpop_jkt?: string | null;
 }
 
 // Ran out of time while it could still have moved on; a completed one stays completed.
@@ -102,8 +104,8 @@ export function createSignInStore(db: Db) {
   return {
     async create(input: NewSignIn, ttlSeconds: number): Promise<{ id: string; expires_at: Date }> {
       const { rows } = await db.query<{ id: string; expires_at: Date }>(
-        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10)) RETURNING id, expires_at`,
+        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, expires_at, dpop_jkt)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $10), $11) RETURNING id, expires_at`,
         [
           generateId('req'),
           input.client_id,
@@ -115,6 +117,7 @@ export function createSignInStore(db: Db) {
           input.login_hint,
           input.nonce,
           ttlSeconds,
+          input.dpop_jkt ?? null,
         ],
       );
       return rows[0];

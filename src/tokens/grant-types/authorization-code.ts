@@ -3,6 +3,7 @@ import { InvalidGrant, InvalidRequest } from '../../errors.js';
 import { newRefreshToken } from '../../oauth/refresh-token-format.js';
 import { signIdToken } from '../../oidc/id-token.js';
 import { authenticateCaller } from '../client-authentication.js';
+import { dpopKeyOf } from '../dpop-binding.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';
 
@@ -20,6 +21,7 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   if (!CODE_VERIFIER.test(verifier)) {
     throw new InvalidRequest('code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_", "~"');
   }
+  const dpopJkt = dpopKeyOf(client, body);
 
   const { config, store, signingKeys } = deps;
   const codeHash = sha256(code);
@@ -33,6 +35,7 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
     grantId,
     refreshTokenHash: sha256(refreshToken),
     lifetimes: config.ttl,
+    dpopJkt,
   });
 
   if (!redeemed) {
@@ -43,6 +46,7 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   if (!redeemed.agent_active) throw new InvalidGrant('the agent of this authorization is no longer active');
   if (!redeemed.redirect_uri_matches) throw new InvalidGrant('redirect_uri does not match the one of the authorization request');
   if (!redeemed.verifier_matches) throw new InvalidGrant('code_verifier does not match the code_challenge');
+  if (!redeemed.dpop_jkt_matches) throw new InvalidGrant('the DPoP proof is not signed with the key the authorization request named (dpop_jkt)');
   const { agent_id, model, scope } = redeemed;
   const grant = { grant_id: grantId, client_id: client.client_id, agent_id, model };
   deps.events.emit('grant.issued', grant, context);
@@ -51,5 +55,5 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
     signingKeys && scope.split(' ').includes('openid')
       ? (accessToken: string) => signIdToken(signingKeys, config, { ...redeemed, ...grant }, accessToken)
       : undefined;
-  return tokenResponse(deps, { ...grant, scope }, refreshToken, idToken);
+  return tokenResponse(deps, { ...grant, scope, dpop_jkt: dpopJkt ?? undefined }, refreshToken, idToken);
 };

@@ -5,6 +5,7 @@ import { newRefreshToken } from '../../oauth/refresh-token-format.js';
 import { parseScope } from '../../oauth/scopes.js';
 import type { GrantSubject } from '../../store/grants.js';
 import { authenticateCaller } from '../client-authentication.js';
+import { dpopKeyOf } from '../dpop-binding.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';
 
@@ -35,6 +36,8 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
   const tokenHash = presented && sha256(presented);
   const requested = requestedScope(body.scope);
   const successor = newRefreshToken();
+  // A grant bound to a key needs a proof of that key (checked by the rotation's statement).
+  const dpopJkt = body.dpop?.jkt ?? null;
 
   const grant =
     tokenHash && credentials.id && requested !== null
@@ -45,12 +48,14 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
           newTokenHash: sha256(successor),
           lifetimes: config.ttl,
           scope: requested,
+          dpopJkt,
         })
       : undefined;
   // A narrower scope applies to this access token only; the refresh token keeps its scope (§6).
   const refreshed = ({ grant_id, client_id, agent_id, model, scope }: GrantSubject) => {
     events.emit('grant.refreshed', { grant_id, client_id, agent_id, model }, context);
-    return tokenResponse(deps, { grant_id, client_id, agent_id, model, scope: requested?.join(' ') ?? scope }, successor);
+    const subject = { grant_id, client_id, agent_id, model, scope: requested?.join(' ') ?? scope, dpop_jkt: dpopJkt ?? undefined };
+    return tokenResponse(deps, subject, successor);
   };
   if (grant) {
     // The statement compared the secret's digest to spend the token; the client is accepted the usual way.
@@ -60,11 +65,15 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
 
   const client = await authenticateCaller(deps, call);
   if (!tokenHash) throw new InvalidRequest('refresh_token is required');
+  dpopKeyOf(client, body);
   const scope = body.scope === undefined ? undefined : parseScope(body.scope);
-  // A wider scope than granted is refused without spending the token.
-  const live = scope && (await grants.findRefreshToken(tokenHash, client.client_id));
-  if (live && scope.some((s) => !live.scope.split(' ').includes(s))) {
+  // A wider scope than granted, or another DPoP key than the grant's, is refused without spending the token.
+  const live = await grants.findRefreshToken(tokenHash, client.client_id);
+  if (live && scope?.some((s) => !live.scope.split(' ').includes(s))) {
     throw new InvalidScope(`scope may narrow the granted scope "${live.scope}", never widen it`);
+  }
+  if (live?.dpop_jkt && live.dpop_jkt !== dpopJkt) {
+    throw new InvalidGrant('the refresh token is bound to a DPoP key: send a DPoP proof signed with that key');
   }
   // The token just spent, presented again within the reuse interval: a retry whose answer was lost.
   const { refreshTokenReuseIntervalSeconds } = config;
@@ -76,6 +85,7 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
           newTokenHash: sha256(successor),
           lifetimes: config.ttl,
           scope,
+          dpopJkt,
           reuseIntervalSeconds: refreshTokenReuseIntervalSeconds,
         })
       : undefined;
