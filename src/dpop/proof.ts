@@ -19,21 +19,22 @@ const MIN_RSA_BITS = 2048;
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
 /** Per algorithm: the key type it needs, the members of the RFC 7638 thumbprint, and the check of a signature. */
-const ALGORITHMS: Record<DpopAlg, { kty: string; crv?: string; members: string[]; check(key: KeyObject, data: Buffer, signature: Buffer): boolean }> = {
-  ES256: {
-    kty: 'EC',
-    crv: 'P-256',
-    members: ['crv', 'kty', 'x', 'y'],
-    check: (key, data, signature) => verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, signature),
-  },
-  EdDSA: { kty: 'OKP', crv: 'Ed25519', members: ['crv', 'kty', 'x'], check: (key, data, signature) => verify(null, data, key, signature) },
-  RS256: { kty: 'RSA', members: ['e', 'kty', 'n'], check: (key, data, signature) => verify('sha256', data, key, signature) },
-  PS256: {
-    kty: 'RSA',
-    members: ['e', 'kty', 'n'],
-    check: (key, data, signature) => verify('sha256', data, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 }, signature),
-  },
-};
+const ALGORITHMS: Record<DpopAlg, { kty: string; crv?: string; members: string[]; check(key: KeyObject, data: Buffer, signature: Buffer): boolean }> =
+  {
+    ES256: {
+      kty: 'EC',
+      crv: 'P-256',
+      members: ['crv', 'kty', 'x', 'y'],
+      check: (key, data, signature) => verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, signature),
+    },
+    EdDSA: { kty: 'OKP', crv: 'Ed25519', members: ['crv', 'kty', 'x'], check: (key, data, signature) => verify(null, data, key, signature) },
+    RS256: { kty: 'RSA', members: ['e', 'kty', 'n'], check: (key, data, signature) => verify('sha256', data, key, signature) },
+    PS256: {
+      kty: 'RSA',
+      members: ['e', 'kty', 'n'],
+      check: (key, data, signature) => verify('sha256', data, { key, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 }, signature),
+    },
+  };
 
 /** Why a proof was refused: the route turns it into `invalid_dpop_proof` (RFC 9449 §5, §7.1). */
 export class ProofProblem extends Error {}
@@ -122,7 +123,8 @@ export class ProofVerifier {
     const jkt = this.verifySignature(alg, jwk as Record<string, unknown>, parts);
 
     const { jti, htm, htu, iat, ath, nonce } = claims;
-    if (!isString(jti) || jti.length === 0 || jti.length > MAX_JTI_LENGTH) throw new ProofProblem(`the proof's jti must be 1 to ${MAX_JTI_LENGTH} characters`);
+    if (!isString(jti) || jti.length === 0 || jti.length > MAX_JTI_LENGTH)
+      throw new ProofProblem(`the proof's jti must be 1 to ${MAX_JTI_LENGTH} characters`);
     if (htm !== target.method) throw new ProofProblem(`the proof's htm must be ${target.method}`);
     if (!isString(htu) || normaliseHtu(htu) !== normaliseHtu(target.url)) throw new ProofProblem(`the proof's htu must be ${target.url}`);
     if (typeof iat !== 'number' || !Number.isInteger(iat)) throw new ProofProblem("the proof's iat must be a number of seconds");

@@ -62,7 +62,12 @@ export class DpopProofs {
     const now = Date.now() / 1000;
     let proof: CheckedProof;
     try {
-      proof = this.verifier.check(header, { method: request.method, url: `${this.deps.config.issuer}${request.path}`, accessToken: request.accessToken, now });
+      proof = this.verifier.check(header, {
+        method: request.method,
+        url: `${this.deps.config.issuer}${request.path}`,
+        accessToken: request.accessToken,
+        now,
+      });
     } catch (err) {
       if (err instanceof ProofProblem) throw refused('invalid_dpop_proof', err.message);
       throw err;

@@ -35,10 +35,16 @@ const challenge = (error: string, description: string, bodyError?: string) =>
  */
 export async function checkPresentation(dpop: DpopProofs, presented: PresentedToken, jkt: string | undefined, request: ResourceRequest) {
   if (presented.scheme === 'Bearer') {
-    if (jkt) throw challenge('invalid_token', 'this access token is bound to a DPoP key: present it as "Authorization: DPoP" with a DPoP proof', request.tokenError);
+    if (jkt)
+      throw challenge(
+        'invalid_token',
+        'this access token is bound to a DPoP key: present it as "Authorization: DPoP" with a DPoP proof',
+        request.tokenError,
+      );
     return undefined;
   }
-  if (!jkt) throw challenge('invalid_token', 'this access token is not bound to a DPoP key: present it as "Authorization: Bearer"', request.tokenError);
+  if (!jkt)
+    throw challenge('invalid_token', 'this access token is not bound to a DPoP key: present it as "Authorization: Bearer"', request.tokenError);
   const proof = await dpop.check(request.proof, { method: request.method, path: request.path, accessToken: presented.token });
   if (!proof) throw challenge('invalid_dpop_proof', 'a DPoP proof is required with "Authorization: DPoP"');
   if (proof.jkt !== jkt) throw challenge('invalid_dpop_proof', 'the DPoP proof is not signed with the key the access token is bound to');

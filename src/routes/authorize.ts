@@ -109,7 +109,8 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
     const nonce = config.idTokenSigningAlg ? optional(query, 'nonce') : undefined;
     const dpopJkt = optional(query, 'dpop_jkt');
-    if (dpopJkt !== undefined && !JKT.test(dpopJkt)) throw new InvalidRequest('dpop_jkt must be a JWK SHA-256 thumbprint (43 characters of base64url)');
+    if (dpopJkt !== undefined && !JKT.test(dpopJkt))
+      throw new InvalidRequest('the dpop_jkt parameter must be a JWK SHA-256 thumbprint (43 characters of base64url)');
 
     const created = await start(
       app.services,

@@ -50,7 +50,8 @@ export default async function userinfoRoutes(fastify: FastifyInstance) {
 
   async function userinfo(request: FastifyRequest, reply: FastifyReply, bodyToken?: string) {
     const { authorization } = request.headers;
-    const presented: PresentedToken | undefined = presentedToken(authorization) ?? (bodyToken === undefined ? undefined : { scheme: 'Bearer', token: bodyToken });
+    const presented: PresentedToken | undefined =
+      presentedToken(authorization) ?? (bodyToken === undefined ? undefined : { scheme: 'Bearer', token: bodyToken });
     const live = presented && (await liveAccessToken(app.services, presented.token));
     if (!live) {
       if (presented?.scheme === 'DPoP') throw invalidDpopToken('invalid_request');

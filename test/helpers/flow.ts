@@ -89,11 +89,13 @@ export async function signInToCode(
     agent?: { agent_id: string; agent_secret: string; email: string };
     scope?: string;
     model?: string;
+    /** More parameters of the authorization request. */
+    authorize?: Record<string, string>;
   } = {},
 ) {
   const client = options.client ?? (await server.createClient());
   const agent = options.agent ?? (await server.createAgent());
-  const started = await startAuthorize(server, client, options.scope === undefined ? {} : { scope: options.scope });
+  const started = await startAuthorize(server, client, { ...(options.scope === undefined ? {} : { scope: options.scope }), ...options.authorize });
   const auth = await agentAuthenticate(server, {
     request_id: started.requestId,
     agent_id: agent.agent_id,
