@@ -2,8 +2,11 @@ import { constants, createPublicKey, type KeyObject, verify } from 'node:crypto'
 import { LRUCache } from 'lru-cache';
 import { sha256 } from '../crypto/secrets.js';
 
-/** The proof algorithms accepted, as `dpop_signing_alg_values_supported` lists them (RFC 9449 §5.1). */
-export const DPOP_ALGS = ['ES256', 'EdDSA', 'RS256', 'PS256'] as const;
+/**
+ * The proof algorithms accepted, as `dpop_signing_alg_values_supported` lists them (RFC 9449 §5.1).
+ * Ed25519 is EdDSA's fully-specified name (RFC 9864), which oauth4webapi signs with.
+ */
+export const DPOP_ALGS = ['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'] as const;
 export type DpopAlg = (typeof DPOP_ALGS)[number];
 
 /** How old a proof may be, and how far ahead of our clock its `iat` may run (docs/protocol.md, "DPoP"). */
@@ -18,6 +21,13 @@ const MIN_RSA_BITS = 2048;
 // Members only a private or symmetric JWK has (RFC 7518 §6): a proof carrying one is refused (§4.3).
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
+const ED25519 = {
+  kty: 'OKP',
+  crv: 'Ed25519',
+  members: ['crv', 'kty', 'x'],
+  check: (key: KeyObject, data: Buffer, signature: Buffer) => verify(null, data, key, signature),
+};
+
 /** Per algorithm: the key type it needs, the members of the RFC 7638 thumbprint, and the check of a signature. */
 const ALGORITHMS: Record<DpopAlg, { kty: string; crv?: string; members: string[]; check(key: KeyObject, data: Buffer, signature: Buffer): boolean }> =
   {
@@ -27,7 +37,8 @@ const ALGORITHMS: Record<DpopAlg, { kty: string; crv?: string; members: string[]
       members: ['crv', 'kty', 'x', 'y'],
       check: (key, data, signature) => verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, signature),
     },
-    EdDSA: { kty: 'OKP', crv: 'Ed25519', members: ['crv', 'kty', 'x'], check: (key, data, signature) => verify(null, data, key, signature) },
+    EdDSA: ED25519,
+    Ed25519: ED25519,
     RS256: { kty: 'RSA', members: ['e', 'kty', 'n'], check: (key, data, signature) => verify('sha256', data, key, signature) },
     PS256: {
       kty: 'RSA',

@@ -3,14 +3,14 @@ import { decodeJwt, exportJWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeForClient, type Credentials, exchangeCode, introspect, postForm, refresh } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { type DpopKey,dpopKey, dpopProof } from '../helpers/dpop.js';
+import { type DpopKey, dpopKey, dpopProof } from '../helpers/dpop.js';
 import { signInToCode } from '../helpers/flow.js';
 import { closeAll, ISSUER, startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 type Client = Credentials & { redirect_uris: string[] };
 type Res = { statusCode: number; headers: Record<string, unknown>; json(): any };
 
-const ALGS = 'ES256 EdDSA RS256 PS256';
+const ALGS = 'ES256 EdDSA Ed25519 RS256 PS256';
 const USERINFO = `${ISSUER}/userinfo`;
 
 /** A token request's 400 (RFC 9449 §5). */
@@ -72,11 +72,11 @@ describe(`DPoP (RFC 9449) (${storeName})`, () => {
   it('advertises the proof algorithms in both metadata documents', async () => {
     for (const path of ['/.well-known/oauth-authorization-server', '/.well-known/openid-configuration']) {
       const res = await server.app.inject({ url: path });
-      expect(res.json().dpop_signing_alg_values_supported).toEqual(['ES256', 'EdDSA', 'RS256', 'PS256']);
+      expect(res.json().dpop_signing_alg_values_supported).toEqual(['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256']);
     }
   });
 
-  it.each(['ES256', 'EdDSA', 'RS256', 'PS256'])(
+  it.each(['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'])(
     '%s: the code exchange binds the tokens to the key; /userinfo wants DPoP and the proof',
     async (alg) => {
       const k = await dpopKey(alg);
@@ -124,7 +124,7 @@ describe(`DPoP (RFC 9449) (${storeName})`, () => {
       ['old iat', () => dpopProof(key, { claims: { iat: now() - 61 } }), /older than 60 seconds/],
       ['future iat', () => dpopProof(key, { claims: { iat: now() + 30 } }), /in the future/],
       ['no jti', () => dpopProof(key, { claims: { jti: undefined } }), /jti/],
-      ['an HS256 proof', hs256Proof, /alg must be one of ES256, EdDSA, RS256, PS256/],
+      ['an HS256 proof', hs256Proof, /alg must be one of ES256, EdDSA, Ed25519, RS256, PS256/],
       ['alg none', () => dpopProof(key, { header: { alg: 'none' } }), /alg must be one of/],
       ['wrong typ', () => dpopProof(key, { header: { typ: 'JWT' } }), /typ must be "dpop\+jwt"/],
       ['no jwk', () => dpopProof(key, { header: { jwk: undefined } }), /public key as jwk/],

@@ -22,6 +22,7 @@ const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('bas
 const SIGN: Record<string, AlgorithmIdentifier | EcdsaParams | RsaPssParams> = {
   ES256: { name: 'ECDSA', hash: 'SHA-256' },
   EdDSA: { name: 'Ed25519' },
+  Ed25519: { name: 'Ed25519' },
   RS256: { name: 'RSASSA-PKCS1-v1_5' },
   PS256: { name: 'RSA-PSS', saltLength: 32 },
 };
