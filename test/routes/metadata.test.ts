@@ -30,6 +30,7 @@ describe(`metadata and health (${storeName})`, () => {
       revocation_endpoint_auth_methods_supported: ['client_secret_post'],
       agent_authentication_methods_supported: ['agent_secret', 'agent_assertion'],
       agent_assertion_signing_alg_values_supported: ['EdDSA', 'ES256'],
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'],
     });
   });
 
