@@ -2,9 +2,9 @@ import { generateKeyPairSync } from 'node:crypto';
 import { verifyDpop } from '@agent-auth/website/dpop';
 import { exportJWK, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { codeForClient,postForm } from '../helpers/codes.js';
+import { codeForClient, postForm } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
-import { type DpopKey,dpopKey, dpopProof } from '../helpers/dpop.js';
+import { type DpopKey, dpopKey, dpopProof } from '../helpers/dpop.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
 const API = 'https://api.shop.example/orders';
