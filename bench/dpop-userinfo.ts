@@ -7,7 +7,7 @@
  *   npx tsx bench/dpop-userinfo.ts [requests]                                      # PGlite
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/dpop-userinfo.ts [requests]
  */
-import { codeForClient,issueTokens, postForm } from '../test/helpers/codes.js';
+import { codeForClient, issueTokens, postForm } from '../test/helpers/codes.js';
 import { storeName } from '../test/helpers/database.js';
 import { dpopKey, dpopProof } from '../test/helpers/dpop.js';
 import { ISSUER, startTestServer } from '../test/helpers/server.js';

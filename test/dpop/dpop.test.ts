@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeForClient, type Credentials, exchangeCode, introspect, postForm, refresh } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { type DpopKey, dpopKey, dpopProof } from '../helpers/dpop.js';
-import { signInToCode } from '../helpers/flow.js';
+import { signInToCode, startAuthorize } from '../helpers/flow.js';
 import { closeAll, ISSUER, startTestServer, startTwoInstances, type TestServer } from '../helpers/server.js';
 
 type Client = Credentials & { redirect_uris: string[] };
@@ -27,6 +27,16 @@ function expectChallenge(res: Res, error: string, bodyError = error) {
   expect(res.headers['www-authenticate']).toMatch(new RegExp(`^DPoP error="${error}", error_description="[^"]+", algs="${ALGS}"$`));
 }
 
+/** The form of a code exchange (RFC 6749 §4.1.3). */
+const exchangeForm = (client: Client, code: string, verifier: string) => ({
+  grant_type: 'authorization_code',
+  code,
+  code_verifier: verifier,
+  redirect_uri: client.redirect_uris[0],
+  client_id: client.client_id,
+  client_secret: client.client_secret,
+});
+
 /** POST /token with a DPoP header (or several, or none). */
 function withProof(server: TestServer, form: Record<string, string>, proof: string | string[] | undefined) {
   return postForm(server, '/token', form, proof === undefined ? {} : ({ dpop: proof } as Record<string, string>));
@@ -45,15 +55,7 @@ describe(`DPoP (RFC 9449) (${storeName})`, () => {
   async function codeExchange(client?: Client) {
     const c = client ?? ((await server.createClient()) as Client);
     const { code, verifier, agent } = await codeForClient(server, c, { scope: 'openid email' });
-    const form = {
-      grant_type: 'authorization_code',
-      code,
-      code_verifier: verifier,
-      redirect_uri: c.redirect_uris[0],
-      client_id: c.client_id,
-      client_secret: c.client_secret,
-    };
-    return { client: c, agent, form };
+    return { client: c, agent, form: exchangeForm(c, code, verifier) };
   }
 
   /** DPoP-bound tokens for a new client, bound to `k`. */
@@ -270,17 +272,7 @@ describe(`DPoP (RFC 9449) (${storeName})`, () => {
   describe('dpop_jkt at /authorize (RFC 9449 §10)', () => {
     async function boundCode(jkt: string) {
       const { client, code, verifier } = await signInToCode(server, { authorize: { dpop_jkt: jkt } });
-      return {
-        client,
-        form: {
-          grant_type: 'authorization_code',
-          code,
-          code_verifier: verifier,
-          redirect_uri: client.redirect_uris[0],
-          client_id: client.client_id,
-          client_secret: client.client_secret,
-        },
-      };
+      return { client, form: exchangeForm(client, code, verifier) };
     }
 
     it('binds the code: the exchange must prove that key', async () => {
@@ -294,9 +286,7 @@ describe(`DPoP (RFC 9449) (${storeName})`, () => {
 
     it('refuses a dpop_jkt that is no thumbprint', async () => {
       const client = await server.createClient();
-      const res = await server.app.inject({
-        url: `/authorize?${new URLSearchParams({ client_id: client.client_id, redirect_uri: client.redirect_uris[0], response_type: 'code', state: 's', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256', dpop_jkt: 'short' })}`,
-      });
+      const { res } = await startAuthorize(server, client, { dpop_jkt: 'short' });
       expect(res.statusCode).toBe(400);
       expect(res.body).toContain('dpop_jkt');
     });
@@ -316,13 +306,7 @@ describe(`DPoP with DPOP_NONCE=on, over two instances (${storeName})`, () => {
   it('demands a nonce at /token and /userinfo, hands it out on every answer, and the instances share nonces and spent proofs', async () => {
     const client = (await server.createClient()) as Client;
     const { code, verifier } = await codeForClient(server, client);
-    const exchange = (instance: TestServer, proof: string) =>
-      postForm(
-        instance,
-        '/token',
-        { grant_type: 'authorization_code', code, code_verifier: verifier, redirect_uri: client.redirect_uris[0], ...client },
-        { dpop: proof },
-      );
+    const exchange = (instance: TestServer, proof: string) => postForm(instance, '/token', exchangeForm(client, code, verifier), { dpop: proof });
 
     const refused = await exchange(server, await dpopProof(key));
     expectTokenRefusal(refused, 'use_dpop_nonce');
@@ -337,12 +321,7 @@ describe(`DPoP with DPOP_NONCE=on, over two instances (${storeName})`, () => {
     expect(issued.headers['dpop-nonce']).toBe(nonce);
     // The proof the second accepted is a replay on the first.
     const { code: code2, verifier: verifier2 } = await codeForClient(server, client);
-    const replay = await postForm(
-      server,
-      '/token',
-      { grant_type: 'authorization_code', code: code2, code_verifier: verifier2, redirect_uri: client.redirect_uris[0], ...client },
-      { dpop: proof },
-    );
+    const replay = await postForm(server, '/token', exchangeForm(client, code2, verifier2), { dpop: proof });
     expectTokenRefusal(replay, 'invalid_dpop_proof', /used already/);
 
     const token = issued.json().access_token;
