@@ -42,8 +42,9 @@ try {
   await measure(() => warm.slice(0, 500).map((p) => ({ authorization: `DPoP ${bound}`, dpop: p })));
   const results: { bearer: number; dpop: number }[] = [];
   for (let round = 0; round < rounds; round++) {
-    const ready = await proofs();
     const b = await measure(() => Array.from({ length: requests }, () => ({ authorization: `Bearer ${bearer}` })));
+    // Signed just before use: a proof is good for 60 seconds.
+    const ready = await proofs();
     const d = await measure(() => ready.map((p) => ({ authorization: `DPoP ${bound}`, dpop: p })));
     results.push({ bearer: b, dpop: d });
   }
