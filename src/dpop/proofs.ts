@@ -23,7 +23,8 @@ export interface DpopDeps {
 
 /**
  * The whole check of a DPoP header (RFC 9449 §4.3): the proof itself (src/dpop/proof.ts), the server
- * nonce when DPOP_NONCE=on (§8, §9), and replay (§11.1): a proof is accepted once, on every instance.
+ * nonce when DPOP_NONCE=on (§8, §9), and replay (§11.1): a proof is accepted once: at /token on every
+ * instance, at a resource on this one.
  * One per process, on Services.
  */
 export class DpopProofs {
@@ -77,7 +78,11 @@ export class DpopProofs {
     }
     const key = sha256(`${proof.jkt}.${proof.jti}`);
     const keepUntil = new Date((proof.iat + PROOF_MAX_AGE_SECONDS + PROOF_CLOCK_SKEW_SECONDS) * 1000);
-    if (this.accepted.has(key) || !(await this.deps.store.dpopProofs.spend(key, keepUntil))) {
+    // Tokens are issued on a proof accepted once on every instance (the store). At a resource, this
+    // process's memory only: a store round trip cost /userinfo six times its CPU (bench/results/2026-11-28-dpop.md),
+    // and a replay there needs the token and a proof for it, captured, and yields what /userinfo shows, for a minute.
+    const shared = request.accessToken === undefined;
+    if (this.accepted.has(key) || (shared && !(await this.deps.store.dpopProofs.spend(key, keepUntil)))) {
       throw refused('invalid_dpop_proof', 'this DPoP proof was used already: make a new one for every request');
     }
     this.accepted.set(key, true);
