@@ -360,7 +360,8 @@ describe(`the operators' console (${storeName})`, () => {
     const op = await operator(server);
     const site = await op.post('/console/websites', { name: 'Bound shop', redirect_uris: 'https://bound.example/cb' });
     const clientId = /\/console\/websites\/([\w-]+)/.exec(String(site.headers.location))![1];
-    const edit = (box: Record<string, string>) => op.post(`/console/websites/${clientId}`, { name: 'Bound shop', redirect_uris: 'https://bound.example/cb', ...box });
+    const edit = (box: Record<string, string>) =>
+      op.post(`/console/websites/${clientId}`, { name: 'Bound shop', redirect_uris: 'https://bound.example/cb', ...box });
     expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="dpop-bound">Optional</);
     await edit({ dpop_bound_access_tokens: 'true' });
     expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="dpop-bound">Required/);
