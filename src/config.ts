@@ -357,6 +357,15 @@ const envSchema = z.object({
         'The `max-age` of `/.well-known/http-message-signatures-directory` and `/api/agents/by-signing-key/:kid`, at most 3600: a website keeps their answers this long, so a deactivated or kill-switched agent\'s signed requests pass at most this long after the switch (docs/protocol.md, "Signed agent requests").',
       ),
     ),
+  DPOP_NONCE: z
+    .enum(['off', 'on'])
+    .default('off')
+    .meta(
+      about(
+        '`on`: every DPoP proof at `/token` and `/userinfo` must carry a server nonce (`use_dpop_nonce` hands one out).',
+        '`on`: every DPoP proof (RFC 9449) at `/token` and `/userinfo` must carry a nonce this server issued (§8, §9): a proof without one, or with an old one, is refused with `use_dpop_nonce` and a fresh nonce in the `DPoP-Nonce` header, which clients such as openid-client retry with on their own. Nonces are derived from a secret every instance reads from the store and change every 5 minutes, so a proof signed in advance is useless. `off`: proofs are checked by their `iat` alone. See docs/protocol.md, "DPoP".',
+      ),
+    ),
   TRUST_PROXY: trustProxy
     .default(false)
     .meta(
@@ -592,6 +601,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
     grantCacheSize: e.GRANT_CACHE_SIZE,
     grantCacheMaxAgeSeconds: e.GRANT_CACHE_MAX_AGE_SECONDS,
     signingKeysMaxAgeSeconds: e.SIGNING_KEYS_MAX_AGE_SECONDS,
+    dpopNonce: e.DPOP_NONCE === 'on',
     trustProxy: e.TRUST_PROXY,
     adminTrustProxy: e.ADMIN_TRUST_PROXY,
     redisUrl: e.REDIS_URL,

@@ -83,6 +83,23 @@ export class InvalidToken extends OAuthError {
   }
 }
 
+/**
+ * A DPoP refusal (RFC 9449): at /token a 400 with the code in the body (§5); at a resource
+ * (`resource`: the proof algorithms accepted) a 401 with the DPoP challenge (§7.1, §12.2), whose body
+ * code may be another (/userinfo's is `invalid_request` for a bad token, docs/protocol.md). `nonce`: a
+ * fresh server nonce for the client to retry with (§8, §9).
+ */
+export class DpopRefused extends OAuthError {
+  constructor(error: string, description: string, options: { resource?: { algs: string; bodyError?: string }; nonce?: string } = {}) {
+    const { resource, nonce } = options;
+    super(resource?.bodyError ?? error, description, resource ? 401 : 400);
+    if (resource) {
+      this.headers['www-authenticate'] = `DPoP error="${error}", error_description="${description.replaceAll('"', "'")}", algs="${resource.algs}"`;
+    }
+    if (nonce) this.headers['dpop-nonce'] = nonce;
+  }
+}
+
 /** The person denied the sign-in, an operator ended it, or it is reserved for another agent. */
 export class AccessDenied extends OAuthError {
   constructor(description: string, statusCode = 403, error = 'access_denied') {

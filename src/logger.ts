@@ -14,6 +14,8 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
     redact: {
       paths: [
         'req.headers.authorization',
+        // A DPoP proof, good once for a minute (RFC 9449).
+        'req.headers.dpop',
         'req.headers.cookie',
         'res.headers["set-cookie"]',
         'res.headers.location',

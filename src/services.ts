@@ -8,6 +8,8 @@ import { randomToken } from './crypto/secrets.js';
 import { openDb } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import type { Db } from './db/types.js';
+import { DpopNonces } from './dpop/nonces.js';
+import { DpopProofs } from './dpop/proofs.js';
 import { writeAuditLogLines } from './events/audit-log-lines.js';
 import { Events } from './events/emitter.js';
 import { countEvents } from './events/metrics.js';
@@ -52,6 +54,8 @@ export interface Services {
   resourceTokens: ResourceTokens;
   /** The access tokens this process has verified (GRANT_CACHE_SIZE of them at most). */
   verifiedTokens: VerifiedAccessTokens;
+  /** DPoP proofs (RFC 9449): their keys parsed, the nonces, the proofs this process accepted. */
+  dpop: DpopProofs;
   /** `stopping` turns true when the process begins to shut down: /readyz answers 503 from then on. */
   lifecycle: { stopping: boolean };
 }
@@ -78,6 +82,8 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     const signInChanges = await watchSignInChanges(database);
     // The configured secrets, or else the one kept in the store (generated on first start).
     const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.serverKeys.jwtSecret(randomToken(48))]);
+    // The nonces' secret is shared through the store, so that every instance accepts every instance's nonces.
+    const nonces = config.dpopNonce ? new DpopNonces(await store.serverKeys.dpopNonceSecret(randomToken(32))) : undefined;
     const events = new Events();
     writeAuditLogLines(events);
     countEvents(events, metrics);
@@ -99,6 +105,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
       clientKeySets: newClientKeySets(),
       resourceTokens,
       verifiedTokens: new VerifiedAccessTokens({ config, keyring }, config.grantCacheSize, resourceTokens),
+      dpop: new DpopProofs({ config, store }, nonces, config.grantCacheSize),
       lifecycle: { stopping: false },
     };
   } catch (err) {

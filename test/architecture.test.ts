@@ -19,6 +19,7 @@ const FLOORS: Record<string, number> = {
   'agent-keys': 5,
   oauth: 5,
   oidc: 5,
+  dpop: 5,
   pages: 5,
   flows: 6,
   clients: 6,
@@ -62,6 +63,8 @@ const SERVICE_USERS = new Set([
 const STORE_SLICES: Record<string, string[]> = {
   'services.ts': ['serverKeys'],
   oidc: ['serverKeys'],
+  // DPoP proofs already accepted, on every instance.
+  dpop: ['dpopProofs'],
   // Passkeys: their own rows and challenges; signing in with one starts an owner session.
   passkeys: ['passkeys', 'ownerSessions', 'auditLog'],
   // The owner's decision on a waiting sign-in, checked with their passkeys.

@@ -8,6 +8,7 @@ import { adminResource } from './resource.js';
 import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schemas.js';
 
 const idTokenAlg = z.enum(SIGNING_ALGS);
+const dpopBound = z.boolean().describe('true: the website must use DPoP (RFC 9449 §5.2); its token requests without a DPoP proof are refused');
 
 /** A website's registration, as the admin API and the console take it. */
 export const clientCreate = z.strictObject({
@@ -15,6 +16,7 @@ export const clientCreate = z.strictObject({
   redirect_uris: redirectUris,
   id_token_signed_response_alg: idTokenAlg.optional(),
   backchannel_logout_uri: redirectUri.optional(),
+  dpop_bound_access_tokens: dpopBound.optional(),
 });
 // null clears an optional field: the server's default algorithm, no back-channel logout.
 export const clientPatch = atLeastOne(
@@ -23,6 +25,7 @@ export const clientPatch = atLeastOne(
     redirect_uris: redirectUris.optional(),
     id_token_signed_response_alg: idTokenAlg.nullable().optional(),
     backchannel_logout_uri: redirectUri.nullable().optional(),
+    dpop_bound_access_tokens: dpopBound.optional(),
     active: z.boolean().optional(),
   }),
 );

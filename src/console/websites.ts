@@ -62,6 +62,8 @@ export default async function websitePages(app: FastifyInstance) {
       {
         name: body.name,
         redirect_uris: lines(body.redirect_uris),
+        // An unchecked box sends nothing.
+        dpop_bound_access_tokens: body.dpop_bound_access_tokens === 'true',
         // OpenID Connect mode's fields; empty clears them (the default algorithm, no back-channel logout).
         ...(config.idTokenSigningAlg
           ? {

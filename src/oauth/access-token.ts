@@ -16,6 +16,8 @@ export const claimsSchema = z.object({
   // `<grant id>.<random>`: see grantIdOf.
   jti: z.string().regex(/^[\w-]+\.[\w-]+$/),
   model: z.string(),
+  // A DPoP-bound token (RFC 9449 §6.1): the thumbprint of the key its holder must prove.
+  cnf: z.strictObject({ jkt: z.string() }).optional(),
 });
 export type AccessTokenClaims = z.infer<typeof claimsSchema>;
 
@@ -52,11 +54,14 @@ export interface TokenKeys {
   keyring: Keyring;
 }
 
+/** What an access token is signed from: its grant, and the DPoP key it is bound to, if any. */
+export type BoundGrantSubject = GrantSubject & { dpop_jkt?: string };
+
 /**
  * Signs with the newest key of the keyring (RFC 9068 header and the claims docs/protocol.md lists).
  * `jtiSuffix`: the random part of the jti, when the caller had to know it beforehand.
  */
-export function signAccessToken({ config, keyring }: TokenKeys, grant: GrantSubject, jtiSuffix = randomToken(12)) {
+export function signAccessToken({ config, keyring }: TokenKeys, grant: BoundGrantSubject, jtiSuffix = randomToken(12)) {
   const iat = Math.floor(Date.now() / 1000);
   const expiresIn = config.ttl.accessToken;
   const claims: AccessTokenClaims = {
@@ -69,6 +74,7 @@ export function signAccessToken({ config, keyring }: TokenKeys, grant: GrantSubj
     exp: iat + expiresIn,
     jti: `${grant.grant_id}.${jtiSuffix}`,
     model: grant.model,
+    ...(grant.dpop_jkt ? { cnf: { jkt: grant.dpop_jkt } } : {}),
   };
   const signingInput = `${base64urlJson({ alg: 'HS256', typ: 'at+jwt', kid: keyring.current.kid })}.${base64urlJson(claims)}`;
   return { token: `${signingInput}.${hs256(keyring.current.key, signingInput)}`, claims, expiresIn };

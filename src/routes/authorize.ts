@@ -25,6 +25,7 @@ const MAX_LENGTH = {
   login_hint: 64,
   nonce: 500,
   resource: 2000,
+  dpop_jkt: 43,
 };
 type Parameter = keyof typeof MAX_LENGTH;
 
@@ -48,7 +49,8 @@ const schema = {
     'binds the request to this browser with a cookie; once the agent has authenticated, the page moves on to ' +
     '/authorize/complete. scope defaults to "openid email profile". login_hint (an agent id): only that agent may ' +
     'authenticate this sign-in. nonce (OpenID Connect mode only) is echoed in the ID token. resource (RFC 8707): a registered ' +
-    'resource (an MCP server) the tokens are for; unknown, malformed or sent twice, it is an error redirect (invalid_target).',
+    'resource (an MCP server) the tokens are for; unknown, malformed or sent twice, it is an error redirect (invalid_target). dpop_jkt (RFC 9449 §10): ' +
+    'the thumbprint of the DPoP key the code exchange must prove.',
   querystring: querySchema,
   response: {
     200: htmlPage('The sign-in page'),
@@ -60,6 +62,8 @@ const schema = {
 };
 
 const CODE_CHALLENGE = /^[A-Za-z0-9_-]{43,128}$/;
+// An RFC 7638 SHA-256 thumbprint, base64url.
+const JKT = /^[A-Za-z0-9_-]{43}$/;
 const agentId = idText();
 
 /** A parameter sent at most once (RFC 6749 §3.1) and not over-long. */
@@ -147,6 +151,9 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
     if (loginHint !== undefined && !agentId.safeParse(loginHint).success) throw new InvalidRequest('login_hint must be an agent id');
     // OpenID Connect mode only; elsewhere an unknown parameter, ignored (RFC 6749 §3.1).
     const nonce = config.idTokenSigningAlg ? optional(query, 'nonce') : undefined;
+    const dpopJkt = optional(query, 'dpop_jkt');
+    if (dpopJkt !== undefined && !JKT.test(dpopJkt))
+      throw new InvalidRequest('the dpop_jkt parameter must be a JWK SHA-256 thumbprint (43 characters of base64url)');
 
     if (client.registration === 'dynamic') await store.clients.markUsed(client.client_id);
     const created = await start(
@@ -160,6 +167,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
         login_hint: loginHint ?? null,
         nonce: nonce ?? null,
         resource: resource?.resource ?? null,
+        dpop_jkt: dpopJkt ?? null,
       },
       { log: request.log },
     );

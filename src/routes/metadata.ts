@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { CLIENT_ASSERTION_ALGORITHMS } from '../clients/client-assertion.js';
+import { DPOP_ALGS } from '../dpop/proof.js';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
 import { AGENT_ASSERTION, AGENT_AUTHENTICATION_METHODS } from '../protocol/sign-in.js';
 import { SIGNING_ALGS } from '../protocol/signing.js';
@@ -30,6 +31,7 @@ const metadataSchema = z.object({
   token_endpoint_auth_signing_alg_values_supported: values,
   client_id_metadata_document_supported: z.boolean(),
   registration_endpoint: url.optional(),
+  dpop_signing_alg_values_supported: values,
 });
 
 // client_secret_post first: the method of the websites an operator registers (docs/protocol.md).
@@ -65,6 +67,8 @@ export function authorizationServerMetadata(issuer: string, registration: boolea
     // draft-ietf-oauth-client-id-metadata-document and RFC 7591 (docs/protocol.md, "MCP clients").
     client_id_metadata_document_supported: true,
     ...(registration && { registration_endpoint: `${issuer}/register` }),
+    // RFC 9449 §5.1: the algorithms of DPoP proofs.
+    dpop_signing_alg_values_supported: [...DPOP_ALGS],
   };
 }
 

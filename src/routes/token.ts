@@ -27,14 +27,18 @@ const schema = {
     'Exchanges an authorization code (grant_type=authorization_code with code, redirect_uri and the PKCE code_verifier) ' +
     'or a refresh token (grant_type=refresh_token, optionally with a narrower scope) for an access token and a new ' +
     'refresh token. The client authenticates with client_id and client_secret in the body, or with HTTP Basic. resource ' +
-    '(RFC 8707): the registered resource of the sign-in (or leave it out), for its JWT access token.',
+    '(RFC 8707): the registered resource of the sign-in (or leave it out), for its JWT access token. With a DPoP ' +
+    'header (a proof, RFC 9449 §4), the tokens are bound to its key and token_type is "DPoP".',
   consumes: FORM_OR_JSON,
   security: CLIENT_AUTH,
   body: tokenEndpointBody,
   response: {
     200: tokenResponseSchema,
     ...errorResponses({
-      400: "invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client's), unsupported_grant_type, invalid_scope (RFC 6749 §5.2) or invalid_target (RFC 8707)",
+      400:
+        "invalid_request, invalid_grant (code or refresh token unknown, expired, used or another client's; another DPoP key than " +
+        "the grant's), unsupported_grant_type or invalid_scope (RFC 6749 §5.2); invalid_target (RFC 8707); invalid_dpop_proof, or " +
+        'use_dpop_nonce with a DPoP-Nonce header (RFC 9449 §5, §8)',
       401: 'invalid_client: unknown or inactive client, or wrong secret',
       ...BODY_REFUSED,
       429: RATE_LIMITED,
@@ -49,5 +53,12 @@ export default async function tokenRoutes(fastify: FastifyInstance) {
   app.addHook('onRequest', noStore);
   await app.register(clientEndpoints);
 
-  app.post('/token', { schema }, async (request) => issueTokens(app.services, clientCall(request), request.body, { log: request.log }));
+  app.post('/token', { schema }, async (request, reply) => {
+    // RFC 9449 §5: a DPoP proof binds the tokens to its key.
+    const { dpop } = app.services;
+    const proof = await dpop.check(request.headers.dpop, { method: 'POST', path: '/token' });
+    const nonce = proof && dpop.nonce();
+    if (nonce) reply.header('dpop-nonce', nonce);
+    return issueTokens(app.services, clientCall(request), proof ? { ...request.body, dpop: proof } : request.body, { log: request.log });
+  });
 }

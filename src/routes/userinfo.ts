@@ -1,19 +1,20 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { checkPresentation, invalidDpopToken, type PresentedToken, presentedToken } from '../dpop/resource.js';
 import { InvalidRequest, InvalidToken } from '../errors.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 import { noStore } from '../plugins/no-store.js';
 import { liveAccessToken } from '../tokens/live-access-token.js';
 import { BODY_REFUSED, errorResponses, serializeAsBuilt, UNAVAILABLE } from './responses.js';
 
-// RFC 6750 §2.1.
-const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
-
 const response = {
   200: z.object({ sub: z.string().describe('the agent id'), email: z.string().optional() }),
   ...errorResponses({
-    401: 'invalid_request: missing or invalid access token (WWW-Authenticate: Bearer, with error="invalid_token" ' + 'when a token came and failed)',
+    401:
+      'invalid_request: missing or invalid access token (WWW-Authenticate: Bearer, with error="invalid_token" when a token came and ' +
+      'failed; WWW-Authenticate: DPoP for a DPoP-bound token or under the DPoP scheme); invalid_dpop_proof or use_dpop_nonce ' +
+      '(RFC 9449 §7.1, §9: WWW-Authenticate: DPoP, and DPoP-Nonce)',
     503: UNAVAILABLE,
   }),
 };
@@ -21,7 +22,7 @@ const description = "The agent behind an access token (sub), and the user's emai
 
 const getSchema = {
   tags: ['oauth'],
-  description: `${description} The token goes in the Authorization header.`,
+  description: `${description} The token goes in the Authorization header: "Bearer <token>", or "DPoP <token>" with a DPoP proof (RFC 9449 §7) for a DPoP-bound token.`,
   security: [{ bearerToken: [] }],
   response,
 };
@@ -47,23 +48,37 @@ export default async function userinfoRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   app.addHook('onRequest', noStore);
 
-  async function userinfo(authorization: string | undefined, bodyToken?: string) {
-    const token = BEARER.exec(authorization ?? '')?.[1] ?? bodyToken;
-    const live = token === undefined ? undefined : await liveAccessToken(app.services, token);
-    // Another scheme, or no header at all, presents no bearer token (RFC 6750 §3.1). The body's code
-    // is invalid_request here, as docs/protocol.md fixes for /userinfo; the challenge says invalid_token.
-    if (!live) throw new InvalidToken(/^Bearer /i.test(authorization ?? '') || bodyToken !== undefined, 'invalid_request');
+  async function userinfo(request: FastifyRequest, reply: FastifyReply, bodyToken?: string) {
+    const { authorization } = request.headers;
+    const presented: PresentedToken | undefined =
+      presentedToken(authorization) ?? (bodyToken === undefined ? undefined : { scheme: 'Bearer', token: bodyToken });
+    const live = presented && (await liveAccessToken(app.services, presented.token));
+    if (!live) {
+      if (presented?.scheme === 'DPoP') throw invalidDpopToken('invalid_request');
+      // Another scheme, or no header at all, presents no bearer token (RFC 6750 §3.1). The body's code
+      // is invalid_request here, as docs/protocol.md fixes for /userinfo; the challenge says invalid_token.
+      throw new InvalidToken(/^Bearer /i.test(authorization ?? '') || bodyToken !== undefined, 'invalid_request');
+    }
+    const { dpop } = app.services;
+    const proof = await checkPresentation(dpop, presented, live.claims.cnf?.jkt, {
+      proof: request.headers.dpop,
+      method: request.method,
+      path: '/userinfo',
+      tokenError: 'invalid_request',
+    });
+    const nonce = proof && dpop.nonce();
+    if (nonce) reply.header('dpop-nonce', nonce);
     const { sub, scope } = live.claims;
     return scopeGrantsEmail(scope) ? { sub, email: live.email } : { sub };
   }
 
-  app.get('/userinfo', { schema: getSchema, serializerCompiler: serializeAsBuilt }, async (request) => userinfo(request.headers.authorization));
-  app.post('/userinfo', { schema: postSchema, serializerCompiler: serializeAsBuilt }, async (request) => {
+  app.get('/userinfo', { schema: getSchema, serializerCompiler: serializeAsBuilt }, async (request, reply) => userinfo(request, reply));
+  app.post('/userinfo', { schema: postSchema, serializerCompiler: serializeAsBuilt }, async (request, reply) => {
     const bodyToken = request.body?.access_token;
     // RFC 6750 §2: one method per request.
     if (bodyToken !== undefined && request.headers.authorization !== undefined) {
       throw new InvalidRequest('send the access token in the Authorization header or in the body, not both');
     }
-    return userinfo(request.headers.authorization, bodyToken);
+    return userinfo(request, reply, bodyToken);
   });
 }

@@ -17,6 +17,8 @@ export interface Client {
   id_token_signed_response_alg: SigningAlg | null;
   /** Where it hears that a grant ended (OpenID Connect Back-Channel Logout 1.0); null: nowhere. */
   backchannel_logout_uri: string | null;
+  /** It must use DPoP (RFC 9449 §5.2): its token requests without a proof are refused. */
+  dpop_bound_access_tokens: boolean;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -49,7 +51,7 @@ export interface ClientWithSecretHash extends Client {
 }
 
 const COLUMNS =
-  'id AS client_id, name, redirect_uris, registration, token_endpoint_auth_method, id_token_signed_response_alg, backchannel_logout_uri, active, created_at, updated_at';
+  'id AS client_id, name, redirect_uris, registration, token_endpoint_auth_method, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, active, created_at, updated_at';
 
 /** What a registration sets; in a patch, null clears an optional field. */
 export interface ClientFields {
@@ -57,6 +59,7 @@ export interface ClientFields {
   redirect_uris: string[];
   id_token_signed_response_alg?: SigningAlg | null;
   backchannel_logout_uri?: string | null;
+  dpop_bound_access_tokens?: boolean;
 }
 
 // Clients without a shared secret: the digest of one nobody is ever told (migrations/061).
@@ -67,8 +70,8 @@ export function createClientStore(db: Db) {
     async create(input: ClientFields) {
       const clientSecret = generateSecret('aa_cs');
       const { rows } = await db.query<Client>(
-        `INSERT INTO clients (id, name, secret_hash, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri)
-         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+        `INSERT INTO clients (id, name, secret_hash, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
         [
           generateId('client'),
           input.name,
@@ -76,6 +79,7 @@ export function createClientStore(db: Db) {
           input.redirect_uris,
           input.id_token_signed_response_alg ?? null,
           input.backchannel_logout_uri ?? null,
+          input.dpop_bound_access_tokens ?? false,
         ],
       );
       return { ...rows[0], client_secret: clientSecret };
@@ -102,7 +106,8 @@ export function createClientStore(db: Db) {
         `UPDATE clients SET name = coalesce($2, name), redirect_uris = coalesce($3, redirect_uris),
            active = coalesce($4, active),
            id_token_signed_response_alg = CASE WHEN $5 THEN $6 ELSE id_token_signed_response_alg END,
-           backchannel_logout_uri = CASE WHEN $7 THEN $8 ELSE backchannel_logout_uri END, updated_at = now()
+           backchannel_logout_uri = CASE WHEN $7 THEN $8 ELSE backchannel_logout_uri END,
+           dpop_bound_access_tokens = coalesce($9, dpop_bound_access_tokens), updated_at = now()
          WHERE id = $1 RETURNING ${COLUMNS}`,
         [
           id,
@@ -113,6 +118,7 @@ export function createClientStore(db: Db) {
           patch.id_token_signed_response_alg ?? null,
           patch.backchannel_logout_uri !== undefined,
           patch.backchannel_logout_uri ?? null,
+          patch.dpop_bound_access_tokens ?? null,
         ],
       );
       return rows[0] as Client | undefined;

@@ -30,7 +30,9 @@ export interface RedeemedCode {
   agent_active: boolean;
   redirect_uri_matches: boolean;
   verifier_matches: boolean;
-  /** All three checks passed: the grant and its first refresh token exist. */
+  /** The request named no DPoP key (dpop_jkt), or the exchange proved that one (RFC 9449 §10). */
+  dpop_jkt_matches: boolean;
+  /** All four checks passed: the grant and its first refresh token exist. */
   issued: boolean;
   /**
    * For the ID token: when the agent authenticated (seconds since the epoch; null once the request
@@ -78,6 +80,8 @@ export interface GrantSubject {
 export interface ActiveRefreshToken extends GrantSubject {
   created_at: Date;
   expires_at: Date;
+  /** The DPoP key the grant's tokens are bound to (migrations/080), or null. */
+  dpop_jkt: string | null;
 }
 
 /** A grant that a statement has just ended (revoked), with grants.revoked_reason. */
@@ -155,7 +159,7 @@ const liveGrant = (grantId: string) =>
    FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = a.user_id
    WHERE g.id = ${grantId} AND ${LIVE_GRANT}`;
 const refreshToken = (tokenHash: string, clientId: string) =>
-  `SELECT g.id AS grant_id, g.client_id, g.agent_id, g.model, g.resource, rt.scope, rt.created_at, rt.expires_at
+  `SELECT g.id AS grant_id, g.client_id, g.agent_id, g.model, g.resource, rt.scope, rt.created_at, rt.expires_at, g.dpop_jkt
    FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
    WHERE rt.token_hash = ${tokenHash} AND g.client_id = ${clientId} AND rt.used_at IS NULL AND rt.expires_at > now()
      AND ${LIVE_GRANT}`;
@@ -169,8 +173,8 @@ const REFRESHED_GRANT = (refreshTtl: string, accessTtl: string) =>
    expires_at = CASE WHEN expires_at >= now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int)) THEN expires_at
                      ELSE now() + make_interval(secs => greatest(${refreshTtl}::int, ${accessTtl}::int) * 1.1) END`;
 
-/** The rotation statements' resource condition ($8): a refresh may name its grant's resource, never another (RFC 8707 §2.2). */
-const SAME_RESOURCE = `($8::text IS NULL OR g.resource = $8)`;
+/** The rotation statements' resource condition ($9): a refresh may name its grant's resource, never another (RFC 8707 §2.2). */
+const SAME_RESOURCE = `($9::text IS NULL OR g.resource = $9)`;
 // A resource's token may carry the owner's email (src/tokens/resource-tokens.ts): read with a resource grant only.
 const RESOURCE_EMAIL = `CASE WHEN g.resource IS NOT NULL THEN (SELECT u.email FROM users u WHERE u.id = a.user_id) END`;
 
@@ -181,11 +185,13 @@ export interface Rotation {
   newTokenHash: string;
   lifetimes: TokenLifetimes;
   scope?: string[];
+  /** The thumbprint of the request's DPoP key, or null without a proof. */
+  dpopJkt: string | null;
   /** The resource the refresh names (canonical); undefined: the grant's own. */
   resource?: string;
 }
 
-/** $1 to $6 of both rotation statements: the token, its client, its successor, the lifetimes, the scope asked for. */
+/** $1 to $7 of both rotation statements: the token, its client, its successor, the lifetimes, the scope asked for, the DPoP key. */
 const rotationParams = (input: Rotation) => [
   input.tokenHash,
   input.clientId,
@@ -193,7 +199,15 @@ const rotationParams = (input: Rotation) => [
   input.lifetimes.refreshToken,
   input.lifetimes.accessToken,
   input.scope ?? null,
+  input.dpopJkt,
 ];
+
+// The sign-in named no DPoP key (dpop_jkt, RFC 9449 §10), or $11 (the exchange's key) is that one.
+const DPOP_JKT_MATCHES = `EXISTS (SELECT 1 FROM auth_requests r WHERE r.id = ac.request_id AND (r.dpop_jkt IS NULL OR r.dpop_jkt = $11))`;
+
+// A grant bound to a DPoP key is refreshed only with a proof of that key, and a website that must use
+// DPoP only with a proof (RFC 9449 §5, §5.2); $7 is the request's key. Refused, nothing is spent.
+const DPOP_KEY_FITS = `(g.dpop_jkt IS NULL OR g.dpop_jkt = $7) AND ($7::text IS NOT NULL OR NOT c.dpop_bound_access_tokens)`;
 
 /** An access token's grant, if it is live and the token was not revoked on its own. */
 const liveFor = (grant: LiveGrant | undefined, jti: string) => (grant && !grant.revoked_jtis.includes(jti) ? grant : undefined);
@@ -247,22 +261,27 @@ export function createGrantStore(db: Db, cache: StoreCache) {
       lifetimes: TokenLifetimes;
       /** The resource the token request names; undefined: the one of the sign-in, if any. */
       resource?: string;
+      /** The thumbprint of the exchange's DPoP key, or null without a proof: the grant is bound to it. */
+      dpopJkt: string | null;
     }): Promise<RedeemedCode | undefined> {
+      // The key the sign-in named (dpop_jkt) is on its request, which outlives the code (src/store/maintenance.ts):
+      // without the request, the code is refused.
       const { rows } = await db.query<RedeemedCode>(
         `WITH spent AS (
            UPDATE auth_codes ac SET used_at = now(),
              grant_id = CASE WHEN a.active AND ac.redirect_uri = $3 AND ac.code_challenge = $4
-                               AND ($10::text IS NULL OR ac.resource IS NOT DISTINCT FROM $10) THEN $5 END,
+                               AND ($10::text IS NULL OR ac.resource IS NOT DISTINCT FROM $10) AND ${DPOP_JKT_MATCHES} THEN $5 END,
              access_jti = $9
            FROM agents a
            WHERE ac.code_hash = $1 AND ac.client_id = $2 AND ac.used_at IS NULL AND ac.expires_at > now()
              AND a.id = ac.agent_id
            RETURNING ac.request_id, ac.client_id, ac.agent_id, a.user_id, ac.scope, ac.model, ac.grant_id, ac.resource,
              a.active AS agent_active, ac.redirect_uri = $3 AS redirect_uri_matches, ac.code_challenge = $4 AS verifier_matches,
-             ($10::text IS NULL OR ac.resource IS NOT DISTINCT FROM $10) AS resource_matches
+             ($10::text IS NULL OR ac.resource IS NOT DISTINCT FROM $10) AS resource_matches,
+             ${DPOP_JKT_MATCHES} AS dpop_jkt_matches
          ), g AS (
-           INSERT INTO grants (id, client_id, agent_id, user_id, request_id, scope, model, resource, expires_at)
-           SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model, resource,
+           INSERT INTO grants (id, client_id, agent_id, user_id, request_id, scope, model, resource, dpop_jkt, expires_at)
+           SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model, resource, $11,
              now() + make_interval(secs => greatest($7::int, $8::int))
            FROM spent WHERE grant_id IS NOT NULL
            RETURNING id, scope
@@ -271,7 +290,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            SELECT $6, id, scope, now() + make_interval(secs => $7::int) FROM g
          )
          SELECT s.agent_id, s.scope, s.model, s.resource, s.resource_matches, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
-           s.grant_id IS NOT NULL AS issued, ${redeemedCodeFrom('spent')}`,
+           s.dpop_jkt_matches, s.grant_id IS NOT NULL AS issued, ${redeemedCodeFrom('spent')}`,
         [
           input.codeHash,
           input.clientId,
@@ -283,6 +302,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
           input.lifetimes.accessToken,
           input.accessJti,
           input.resource ?? null,
+          input.dpopJkt,
         ],
       );
       return rows[0];
@@ -310,13 +330,15 @@ export function createGrantStore(db: Db, cache: StoreCache) {
       reuseIntervalSeconds: number;
       /** The resource the retry names; undefined: the one of the sign-in, if any. */
       resource?: string;
+      /** The retry's DPoP key: a grant bound to a key is retried only with that key. */
+      dpopJkt: string | null;
     }): Promise<RetriedCode | undefined> {
       const { rows } = await db.query<RetriedCode>(
         `WITH retried AS (
            SELECT ac.code_hash, ac.grant_id, ac.access_jti, ac.request_id, g.client_id, g.agent_id, g.user_id, g.scope, g.model, g.resource
            FROM auth_codes ac JOIN grants g ON g.id = ac.grant_id ${GRANT_JOINS}
            WHERE ac.code_hash = $1 AND ac.client_id = $2 AND ac.redirect_uri = $3 AND ac.code_challenge = $4
-             AND ($10::text IS NULL OR g.resource IS NOT DISTINCT FROM $10)
+             AND ($10::text IS NULL OR g.resource IS NOT DISTINCT FROM $10) AND g.dpop_jkt IS NOT DISTINCT FROM $11
              AND ac.access_jti IS NOT NULL AND ac.used_at > now() - make_interval(secs => $8::int) AND ${LIVE_GRANT}
              AND NOT EXISTS (SELECT 1 FROM refresh_tokens rt WHERE rt.grant_id = g.id AND rt.used_at IS NOT NULL AND NOT rt.discarded)
          ), discarded AS (
@@ -336,7 +358,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            WHERE auth_codes.code_hash = retried.code_hash AND EXISTS (SELECT 1 FROM discarded)
          )
          SELECT s.grant_id, s.agent_id, s.scope, s.model, s.resource, true AS resource_matches, true AS agent_active,
-           true AS redirect_uri_matches, true AS verifier_matches, EXISTS (SELECT 1 FROM discarded) AS issued, ${redeemedCodeFrom('retried')}`,
+           true AS redirect_uri_matches, true AS verifier_matches, true AS dpop_jkt_matches, EXISTS (SELECT 1 FROM discarded) AS issued, ${redeemedCodeFrom('retried')}`,
         [
           input.codeHash,
           input.clientId,
@@ -348,6 +370,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
           input.reuseIntervalSeconds,
           input.lifetimes.refreshToken,
           input.resource ?? null,
+          input.dpopJkt,
         ],
       );
       return rows[0];
@@ -382,8 +405,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            UPDATE refresh_tokens rt SET used_at = now()
            FROM grants g ${GRANT_JOINS}
            WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > now()
-             AND g.id = rt.grant_id AND g.client_id = $2 AND ($7::text IS NULL OR c.secret_hash = $7) AND ${LIVE_GRANT}
-             AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' ')) AND ${SAME_RESOURCE}
+             AND g.id = rt.grant_id AND g.client_id = $2 AND ($8::text IS NULL OR c.secret_hash = $8) AND ${LIVE_GRANT}
+             AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' ')) AND ${SAME_RESOURCE} AND ${DPOP_KEY_FITS}
            RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model, g.resource, ${RESOURCE_EMAIL} AS email,
              c.secret_hash, c.active AS client_active
          ), successor AS (
@@ -414,7 +437,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
      */
     async rotateRetriedRefreshToken(
       input: Rotation & {
-        /** Already authenticated. */
+        /** `clientId` is already authenticated. */
         reuseIntervalSeconds: number;
       },
     ): Promise<(GrantSubject & { issued: boolean }) | undefined> {
@@ -422,8 +445,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
         `WITH retried AS (
            SELECT rt.grant_id, rt.scope, rt.used_at, g.client_id, g.agent_id, g.model, g.resource, ${RESOURCE_EMAIL} AS email
            FROM refresh_tokens rt JOIN grants g ON g.id = rt.grant_id ${GRANT_JOINS}
-           WHERE rt.token_hash = $1 AND g.client_id = $2 AND ${LIVE_GRANT} AND ${SAME_RESOURCE}
-             AND NOT rt.discarded AND rt.used_at > now() - make_interval(secs => $7::int)
+           WHERE rt.token_hash = $1 AND g.client_id = $2 AND ${LIVE_GRANT} AND ${SAME_RESOURCE} AND ${DPOP_KEY_FITS}
+             AND NOT rt.discarded AND rt.used_at > now() - make_interval(secs => $8::int)
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' '))
              AND NOT EXISTS (SELECT 1 FROM refresh_tokens later WHERE later.grant_id = rt.grant_id AND later.used_at > rt.used_at)
          ), discarded AS (

@@ -5,6 +5,7 @@ import { createApprovalStore } from './approvals.js';
 import { createAuditLogStore } from './audit-log.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
+import { createDpopProofStore } from './dpop-proofs.js';
 import { createEmailLinkStore } from './email-links.js';
 import { createGrantAdminStore } from './grant-admin.js';
 import { createGrantStore, type StoreCache } from './grants.js';
@@ -39,6 +40,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     approvals: createApprovalStore(db),
     logoutDeliveries: createLogoutDeliveryStore(db),
     resources: createResourceStore(db),
+    dpopProofs: createDpopProofStore(db),
   };
 }
 

@@ -18,6 +18,7 @@ const TARGETS: { table: string; expired: string }[] = [
   { table: 'client_assertion_jtis', expired: 'expires_at < now()' },
   // Dynamic registrations (RFC 7591) that never started a sign-in, after $3 seconds: anyone may make one.
   { table: 'clients', expired: `registration = 'dynamic' AND first_used_at IS NULL AND created_at < now() - make_interval(secs => $3)` },
+  { table: 'dpop_proofs', expired: 'expires_at < now()' },
   // A passkey ceremony's challenge is used once within minutes; an abandoned one is no use to anyone.
   { table: 'webauthn_challenges', expired: 'expires_at < now()' },
   // Retired ID token keys, once no token they signed is valid (the current key has no expiry).

@@ -7,7 +7,7 @@ export interface StoredSigningKey<Alg extends string = string, Jwk = Record<stri
   private_jwk: Jwk;
 }
 
-/** The server's own keys: the generated HS256 secret, the generated admin token's digest and the ID token signing key pairs. */
+/** The server's own keys: the generated HS256 secret, the DPoP nonce secret, the generated admin token's digest and the ID token signing key pairs. */
 export function createServerKeyStore(db: Queryable) {
   /**
    * The value kept under `kid`, `candidate` if none was kept yet. ON CONFLICT makes two instances
@@ -25,6 +25,8 @@ export function createServerKeyStore(db: Queryable) {
 
     /** The private JWK (JSON) that signs the request-signing key directory's responses, `candidate` if none was kept yet. */
     directoryKey: (candidate: string) => keep('http-message-signatures-directory', 'ed25519-private-jwk', candidate),
+    /** The secret DPoP nonces are derived from (src/dpop/nonces.ts), `candidate` if none was kept yet. */
+    dpopNonceSecret: (candidate: string) => keep('dpop-nonce', 'dpop-nonce', candidate),
 
     /** The SHA-256 digest of the deployment's generated admin token (never the token), `candidate` if none was kept yet. */
     adminTokenDigest: (candidate: string) => keep('admin-token', 'admin-token-sha256', candidate),

@@ -49,6 +49,8 @@ export interface NewSignIn {
   nonce: string | null;
   /** The resource (RFC 8707) its tokens are for, canonical; null: the website itself. */
   resource?: string | null;
+  /** The DPoP key the code is bound to (RFC 9449 §10): its exchange must prove it. */
+  dpop_jkt?: string | null;
 }
 
 // Ran out of time while it could still have moved on; a completed one stays completed.
@@ -104,8 +106,8 @@ export function createSignInStore(db: Db) {
   return {
     async create(input: NewSignIn, ttlSeconds: number): Promise<{ id: string; expires_at: Date }> {
       const { rows } = await db.query<{ id: string; expires_at: Date }>(
-        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, resource, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, now() + make_interval(secs => $10)) RETURNING id, expires_at`,
+        `INSERT INTO auth_requests (id, client_id, redirect_uri, state, code_challenge, scope, browser_hash, login_hint, nonce, resource, expires_at, dpop_jkt)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $11, now() + make_interval(secs => $10), $12) RETURNING id, expires_at`,
         [
           generateId('req'),
           input.client_id,
@@ -118,6 +120,7 @@ export function createSignInStore(db: Db) {
           input.nonce,
           ttlSeconds,
           input.resource ?? null,
+          input.dpop_jkt ?? null,
         ],
       );
       return rows[0];

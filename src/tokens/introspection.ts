@@ -23,6 +23,8 @@ export const introspectionResponse = z.object({
   jti: z.string().optional(),
   token_type: z.string().optional(),
   model: z.string().optional(),
+  /** RFC 9449 §6.2: the DPoP key a bound token is bound to. */
+  cnf: z.object({ jkt: z.string() }).optional(),
 });
 type Answer = z.infer<typeof introspectionResponse>;
 
@@ -39,9 +41,13 @@ export interface IntrospectionDeps {
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
 
-/** An active access token's answer depends on its claims alone: serialised once per token, not per call. */
+/**
+ * An active access token's answer depends on its claims alone: serialised once per token, not per call.
+ * A DPoP-bound one says so (RFC 9449 §6.2): token_type DPoP, and its cnf claim.
+ */
 function activeAnswer(token: VerifiedAccessToken): AnswerText {
-  return (token.activeIntrospection ??= JSON.stringify({ active: true, ...token.claims, token_type: 'access_token' } satisfies Answer));
+  const tokenType = token.claims.cnf ? 'DPoP' : 'access_token';
+  return (token.activeIntrospection ??= JSON.stringify({ active: true, ...token.claims, token_type: tokenType } satisfies Answer));
 }
 
 /**
@@ -91,6 +97,7 @@ async function introspectRefreshToken({ config, store }: IntrospectionDeps, call
     aud: live.client_id,
     token_type: 'refresh_token',
     model: live.model,
+    ...(live.dpop_jkt ? { cnf: { jkt: live.dpop_jkt } } : {}),
   } satisfies Answer);
 }
 

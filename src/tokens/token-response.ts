@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { EventContext, Events } from '../events/emitter.js';
-import { signAccessToken, type TokenKeys } from '../oauth/access-token.js';
+import { type BoundGrantSubject, signAccessToken, type TokenKeys } from '../oauth/access-token.js';
 import type { ClientCall } from '../oauth/client-auth.js';
 import type { SigningKeys } from '../oidc/signing-keys.js';
-import type { GrantSubject } from '../store/grants.js';
 import type { Store } from '../store/index.js';
 import type { ClientReads } from './client-authentication.js';
 import type { ResourceTokens } from './resource-tokens.js';
@@ -12,7 +11,8 @@ import type { ResourceTokens } from './resource-tokens.js';
 /** The body of a successful token response (RFC 6749 §5.1); both grant types answer with it. */
 export const tokenResponseSchema = z.object({
   access_token: z.string(),
-  token_type: z.literal('Bearer'),
+  /** DPoP when the access token is bound to the key of the request's DPoP proof (RFC 9449 §5). */
+  token_type: z.enum(['Bearer', 'DPoP']),
   expires_in: z.number().int(),
   refresh_token: z.string(),
   scope: z.string(),
@@ -31,6 +31,8 @@ export interface TokenRequestFields {
   scope?: string;
   /** RFC 8707: sent twice, it is refused (invalid_target). */
   resource?: string | string[];
+  /** The request's DPoP proof, checked (src/dpop/proofs.ts): the tokens are bound to its key. */
+  dpop?: { jkt: string };
 }
 
 /** What the grant types use: settings, the keys that sign, the store slices they read and write, the events. */
@@ -52,12 +54,13 @@ export interface TokenEndpointDeps extends TokenKeys, ClientReads {
 export type GrantHandler = (deps: TokenEndpointDeps, call: ClientCall, body: TokenRequestFields, context: EventContext) => Promise<TokenResponse>;
 
 /**
- * `grant.scope` is the scope of this access token (and the one reported back). `idToken` signs the
- * ID token, which needs the access token (at_hash). `jtiSuffix`: see signAccessToken.
+ * `grant.scope` is the scope of this access token (and the one reported back); `grant.dpop_jkt` binds
+ * it to a DPoP key. `idToken` signs the ID token, which needs the access token (at_hash). `jtiSuffix`:
+ * see signAccessToken.
  */
 export async function tokenResponse(
   keys: TokenKeys & Pick<TokenEndpointDeps, 'resourceTokens'>,
-  grant: GrantSubject,
+  grant: BoundGrantSubject,
   refreshToken: string,
   idToken?: (accessToken: string) => Promise<string>,
   jtiSuffix?: string,
@@ -67,7 +70,7 @@ export async function tokenResponse(
   const { token, expiresIn } = resource ? await keys.resourceTokens.sign({ ...grant, resource }, jtiSuffix) : signAccessToken(keys, grant, jtiSuffix);
   const response: TokenResponse = {
     access_token: token,
-    token_type: 'Bearer',
+    token_type: grant.dpop_jkt ? 'DPoP' : 'Bearer',
     expires_in: expiresIn,
     refresh_token: refreshToken,
     scope: grant.scope,

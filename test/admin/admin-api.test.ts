@@ -38,6 +38,7 @@ describe(`admin API (${storeName})`, () => {
           'client_id',
           'client_secret',
           'created_at',
+          'dpop_bound_access_tokens',
           'id_token_signed_response_alg',
           'name',
           'redirect_uris',
@@ -134,7 +135,7 @@ describe(`admin API (${storeName})`, () => {
       const { client_id: id } = await server.createClient();
       const before = await row('clients', id);
       for (const [body, field] of [
-        [{}, 'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, active'],
+        [{}, 'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, active'],
         [{ active: 'yes' }, 'active'],
         [{ redirect_uris: ['http://evil.example/cb'] }, 'redirect_uris'],
         [{ name: null }, 'name'],

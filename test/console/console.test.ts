@@ -415,6 +415,21 @@ describe(`the operators' console (${storeName})`, () => {
     expect(user.body).toContain(client.client_id);
   });
 
+  it('requires DPoP of a website with the box on its page, and shows it', async () => {
+    const op = await operator(server);
+    const site = await op.post('/console/websites', { name: 'Bound shop', redirect_uris: 'https://bound.example/cb' });
+    const clientId = /\/console\/websites\/([\w-]+)/.exec(String(site.headers.location))![1];
+    const edit = (box: Record<string, string>) =>
+      op.post(`/console/websites/${clientId}`, { name: 'Bound shop', redirect_uris: 'https://bound.example/cb', ...box });
+    expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="dpop-bound">Optional</);
+    await edit({ dpop_bound_access_tokens: 'true' });
+    expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="dpop-bound">Required/);
+    expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json.dpop_bound_access_tokens).toBe(true);
+    // An unchecked box sends nothing: DPoP is optional again.
+    await edit({});
+    expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json.dpop_bound_access_tokens).toBe(false);
+  });
+
   it('records what the operator changes here in the audit log as the admin’s, and shows who acted', async () => {
     const op = await operator(server);
     const created = await op.post('/console/agents', { email: 'console-audit@example.com', name: 'Audited' });
@@ -439,7 +454,8 @@ describe(`the operators' console (${storeName})`, () => {
       ['agent_created', 'admin', null],
     ]);
     expect(await rows(`client_id=${clientId}`)).toEqual([
-      ['client_updated', 'admin', { fields: ['name', 'redirect_uris'] }],
+      // The edit form sends every field it shows, the DPoP box among them.
+      ['client_updated', 'admin', { fields: ['name', 'redirect_uris', 'dpop_bound_access_tokens'] }],
       ['client_created', 'admin', null],
     ]);
 

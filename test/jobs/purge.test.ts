@@ -64,6 +64,10 @@ describe(`purging expired rows (${storeName})`, () => {
     await db.query(
       `INSERT INTO agent_assertion_jtis (agent_id, jti, expires_at) VALUES ('agent_x', 'spent', now() - interval '1 second'), ('agent_x', 'live', now() + interval '1 minute')`,
     );
+    // A DPoP proof is remembered only while it could be accepted.
+    await db.query(
+      `INSERT INTO dpop_proofs (proof_hash, expires_at) VALUES ('spent', now() - interval '1 second'), ('live', now() + interval '1 minute')`,
+    );
     // A passkey ceremony's challenge lives only until it expires.
     await db.query(
       `INSERT INTO webauthn_challenges (challenge, purpose, expires_at) VALUES ('abandoned', 'sign_in', now() - interval '1 second'), ('live', 'sign_in', now() + interval '5 minutes')`,
@@ -80,6 +84,7 @@ describe(`purging expired rows (${storeName})`, () => {
       owner_sessions: await count('owner_sessions'),
       owner_email_links: await count('owner_email_links'),
       agent_assertion_jtis: await count('agent_assertion_jtis'),
+      dpop_proofs: await count('dpop_proofs'),
       webauthn_challenges: await count('webauthn_challenges'),
       audit_events: await count('audit_events'),
     };
@@ -96,6 +101,7 @@ describe(`purging expired rows (${storeName})`, () => {
       // Covered by test/clients: nothing of theirs here.
       client_assertion_jtis: 0,
       clients: 0,
+      dpop_proofs: 1,
       webauthn_challenges: 1,
       signing_keys: 0,
       grants: 1,

@@ -34,6 +34,7 @@ describe(`metadata and health (${storeName})`, () => {
       token_endpoint_auth_signing_alg_values_supported: ['RS256', 'PS256', 'ES256', 'EdDSA'],
       client_id_metadata_document_supported: true,
       registration_endpoint: `${ISSUER}/register`,
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA', 'Ed25519', 'RS256', 'PS256'],
     });
   });
 

@@ -5,6 +5,7 @@ import { requestedResource } from '../../oauth/resource-indicator.js';
 import { signIdToken } from '../../oidc/id-token.js';
 import type { RedeemedCode } from '../../store/grants.js';
 import { authenticateCaller } from '../client-authentication.js';
+import { dpopKeyOf } from '../dpop-binding.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';
 
@@ -28,9 +29,10 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
     throw new InvalidRequest('code_verifier must be 43 to 128 characters of A-Z, a-z, 0-9, "-", ".", "_", "~"');
   }
   const resource = requestedResource(body.resource);
+  const dpopJkt = dpopKeyOf(client, body);
 
   const { config, store, signingKeys } = deps;
-  const presented = { codeHash: sha256(code), clientId: client.client_id, redirectUri, codeChallenge: sha256(verifier), resource };
+  const presented = { codeHash: sha256(code), clientId: client.client_id, redirectUri, codeChallenge: sha256(verifier), resource, dpopJkt };
   const grantId = generateId('grant');
   const jtiSuffix = randomToken(12);
   const refreshToken = newRefreshToken();
@@ -52,7 +54,8 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
       signingKeys && scope.split(' ').includes('openid')
         ? (accessToken: string) => signIdToken(signingKeys, config, { ...code, ...grant }, accessToken)
         : undefined;
-    return tokenResponse(deps, { ...grant, scope, resource: code.resource, email: code.email }, refreshToken, idToken, jtiSuffix);
+    const subject = { ...grant, scope, resource: code.resource, email: code.email, dpop_jkt: dpopJkt ?? undefined };
+    return tokenResponse(deps, subject, refreshToken, idToken, jtiSuffix);
   };
 
   if (!redeemed) {
@@ -75,6 +78,7 @@ export const authorizationCodeGrant: GrantHandler = async (deps, call, body, con
   if (!redeemed.agent_active) throw new InvalidGrant('the agent of this authorization is no longer active');
   if (!redeemed.redirect_uri_matches) throw new InvalidGrant('redirect_uri does not match the one of the authorization request');
   if (!redeemed.verifier_matches) throw new InvalidGrant('code_verifier does not match the code_challenge');
+  if (!redeemed.dpop_jkt_matches) throw new InvalidGrant('the DPoP proof is not signed with the key the authorization request named (dpop_jkt)');
   // RFC 8707 §2.2: the exchange may repeat the sign-in's resource or leave it out, not name another.
   if (!redeemed.resource_matches) throw new InvalidTarget('the authorization request was not for this resource');
   return issue(redeemed, grantId);

@@ -6,6 +6,7 @@ import { requestedResource } from '../../oauth/resource-indicator.js';
 import { scopeTokens } from '../../oauth/scopes.js';
 import type { GrantSubject } from '../../store/grants.js';
 import { authenticateCaller } from '../client-authentication.js';
+import { dpopKeyOf } from '../dpop-binding.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';
 
@@ -39,6 +40,8 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
   const requested = valid(() => (body.scope === undefined ? undefined : scopeTokens(body.scope)));
   const resource = valid(() => requestedResource(body.resource));
   const successor = newRefreshToken();
+  // A grant bound to a DPoP key needs a proof of that key (checked by the rotation's statement).
+  const dpopJkt = body.dpop?.jkt ?? null;
 
   const grant =
     tokenHash && credentials.id && requested !== null && resource !== null
@@ -50,12 +53,14 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
           lifetimes: config.ttl,
           scope: requested,
           resource,
+          dpopJkt,
         })
       : undefined;
   // A narrower scope applies to this access token only; the refresh token keeps its scope (§6).
   const refreshed = ({ grant_id, client_id, agent_id, model, scope, ...forResource }: GrantSubject, asked = requested) => {
     events.emit('grant.refreshed', { grant_id, client_id, agent_id, model }, context);
-    return tokenResponse(deps, { grant_id, client_id, agent_id, model, scope: asked?.join(' ') ?? scope, ...forResource }, successor);
+    const subject = { grant_id, client_id, agent_id, model, scope: asked?.join(' ') ?? scope, ...forResource, dpop_jkt: dpopJkt ?? undefined };
+    return tokenResponse(deps, subject, successor);
   };
   if (grant) {
     // The statement compared the secret's digest to spend the token; the client is accepted the usual way.
@@ -65,17 +70,22 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
 
   const client = await authenticateCaller(deps, call);
   if (!tokenHash) throw new InvalidRequest('refresh_token is required');
+  dpopKeyOf(client, body);
   const scope = body.scope === undefined ? undefined : scopeTokens(body.scope);
   const named = requestedResource(body.resource);
-  // A wider scope than granted, or another resource (RFC 8707 §2.2), is refused without spending the token.
-  const live = (scope || named) && (await grants.findRefreshToken(tokenHash, client.client_id));
+  // A wider scope than granted, another resource (RFC 8707 §2.2) or another DPoP key than the grant's is
+  // refused without spending the token.
+  const live = await grants.findRefreshToken(tokenHash, client.client_id);
   if (live && scope?.some((s) => !live.scope.split(' ').includes(s))) {
     throw new InvalidScope(`scope may narrow the granted scope "${live.scope}", never widen it`);
   }
   if (live && named !== undefined && live.resource !== named) throw new InvalidTarget('the grant does not cover this resource');
+  if (live?.dpop_jkt && live.dpop_jkt !== dpopJkt) {
+    throw new InvalidGrant('the refresh token is bound to a DPoP key: send a DPoP proof signed with that key');
+  }
+  const rotation = { tokenHash, clientId: client.client_id, newTokenHash: sha256(successor), lifetimes: config.ttl, scope, resource: named, dpopJkt };
   // A client without a secret (public, private_key_jwt) has authenticated only now: the statement above could not check it.
   if (client.method !== 'client_secret_post') {
-    const rotation = { tokenHash, clientId: client.client_id, newTokenHash: sha256(successor), lifetimes: config.ttl, scope, resource: named };
     const rotated = await grants.rotateRefreshToken({ ...rotation, clientSecretHash: null });
     if (rotated) return refreshed(rotated, scope);
   }
@@ -83,15 +93,7 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
   const { refreshTokenReuseIntervalSeconds } = config;
   const retried =
     refreshTokenReuseIntervalSeconds > 0
-      ? await grants.rotateRetriedRefreshToken({
-          tokenHash,
-          clientId: client.client_id,
-          newTokenHash: sha256(successor),
-          lifetimes: config.ttl,
-          scope,
-          resource: named,
-          reuseIntervalSeconds: refreshTokenReuseIntervalSeconds,
-        })
+      ? await grants.rotateRetriedRefreshToken({ ...rotation, reuseIntervalSeconds: refreshTokenReuseIntervalSeconds })
       : undefined;
   if (retried?.issued) return refreshed(retried, scope);
   // A reused refresh token: its family is revoked. A retry that a concurrent retry of the same token

@@ -1,0 +1,14 @@
+import { InvalidRequest } from '../errors.js';
+import type { DpopSetting } from './client-authentication.js';
+import type { TokenRequestFields } from './token-response.js';
+
+/**
+ * The DPoP key a token request binds its tokens to (RFC 9449 §5), or null for bearer tokens. A
+ * website registered with dpop_bound_access_tokens gets tokens only for a request with a proof (§5.2).
+ */
+export function dpopKeyOf(client: DpopSetting, body: TokenRequestFields): string | null {
+  if (client.dpop_bound_access_tokens && !body.dpop) {
+    throw new InvalidRequest('this website must use DPoP (dpop_bound_access_tokens): send a DPoP proof with the token request');
+  }
+  return body.dpop?.jkt ?? null;
+}
