@@ -91,7 +91,11 @@ async function post(uri: string, token: string, deps: SenderDeps, timeoutSeconds
       });
       res.on('error', () => {});
       const status = res.statusCode ?? 0;
-      settle(status >= 200 && status < 300 ? undefined : refusal(`answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`));
+      settle(
+        status >= 200 && status < 300
+          ? undefined
+          : refusal(`answered ${status}${status >= 300 && status < 400 ? ' (redirects are not followed)' : ''}`),
+      );
     });
     req.on('error', (err) =>
       settle(err.name === 'AbortError' ? refusal(`no answer within ${timeoutSeconds} s`, true) : refusal(`could not connect: ${err.message}`)),

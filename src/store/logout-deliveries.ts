@@ -133,7 +133,15 @@ export function createLogoutDeliveryStore(db: Db) {
              resume_at = now() + make_interval(secs => least($6 * power(2, logout_websites.timeouts), $7))
          )
          SELECT status FROM refused`,
-        [input.jti, input.error.slice(0, 500), input.delaySeconds, input.giveUpAfterSeconds, input.timedOut, input.websiteDelay.first, input.websiteDelay.max],
+        [
+          input.jti,
+          input.error.slice(0, 500),
+          input.delaySeconds,
+          input.giveUpAfterSeconds,
+          input.timedOut,
+          input.websiteDelay.first,
+          input.websiteDelay.max,
+        ],
       );
       return rows[0]?.status ?? 'pending';
     },

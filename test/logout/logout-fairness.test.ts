@@ -77,33 +77,37 @@ describe(`back-channel logout fairness (${storeName})`, () => {
     return sids;
   }
 
-  it.each([1, 2])("delivers every other website's logout token within 5 s of the kill switch while one website holding 100 grants never answers (%i instance(s))", async (instances) => {
-    const email = `kill-switch-${instances}@example.com`;
-    const agent = await server.createAgent(email);
-    const blackHole = await startWebsite(true);
-    const healthy = await Promise.all([1, 2, 3, 4, 5].map(() => startWebsite()));
-    websites.push(blackHole, ...healthy);
-    await registered(blackHole, agent, 100);
-    const healthySids = (await Promise.all(healthy.map(async (website) => ({ website, sids: await registered(website, agent, 2) })))).flat();
+  it.each([1, 2])(
+    "delivers every other website's logout token within 5 s of the kill switch while one website holding 100 grants never answers (%i instance(s))",
+    async (instances) => {
+      const email = `kill-switch-${instances}@example.com`;
+      const agent = await server.createAgent(email);
+      const blackHole = await startWebsite(true);
+      const healthy = await Promise.all([1, 2, 3, 4, 5].map(() => startWebsite()));
+      websites.push(blackHole, ...healthy);
+      await registered(blackHole, agent, 100);
+      const healthySids = (await Promise.all(healthy.map(async (website) => ({ website, sids: await registered(website, agent, 2) })))).flat();
 
-    const second = instances === 2 ? await startSecondInstance(server) : undefined;
-    const senders: LogoutSender[] = [await senderOn(server, SENDER_TIMINGS)];
-    if (second) senders.push(await senderOn(second, SENDER_TIMINGS));
-    try {
-      const killed = Date.now();
-      const revoked = await server.adminCall('POST', '/admin/users/revoke-grants', { email });
-      expect(revoked.json.revoked).toBe(110);
-      const arrivedAll = () => healthySids.every(({ website, sids }) => sids.every((sid) => website.arrivals.has(sid)));
-      expect(await within(5000, async () => arrivedAll()), 'every healthy website heard within 5 s').toBe(true);
-      const slowest = Math.max(...healthySids.flatMap(({ website, sids }) => sids.map((sid) => website.arrivals.get(sid)! - killed)));
-      expect(slowest).toBeLessThan(5000);
-      // The black hole got two deliveries per instance, not a slot per grant.
-      expect(blackHole.state.requests).toBeLessThanOrEqual(2 * instances);
-    } finally {
-      for (const sender of senders) await sender.stop();
-      await second?.close();
-    }
-  }, 120_000);
+      const second = instances === 2 ? await startSecondInstance(server) : undefined;
+      const senders: LogoutSender[] = [await senderOn(server, SENDER_TIMINGS)];
+      if (second) senders.push(await senderOn(second, SENDER_TIMINGS));
+      try {
+        const killed = Date.now();
+        const revoked = await server.adminCall('POST', '/admin/users/revoke-grants', { email });
+        expect(revoked.json.revoked).toBe(110);
+        const arrivedAll = () => healthySids.every(({ website, sids }) => sids.every((sid) => website.arrivals.has(sid)));
+        expect(await within(5000, async () => arrivedAll()), 'every healthy website heard within 5 s').toBe(true);
+        const slowest = Math.max(...healthySids.flatMap(({ website, sids }) => sids.map((sid) => website.arrivals.get(sid)! - killed)));
+        expect(slowest).toBeLessThan(5000);
+        // The black hole got two deliveries per instance, not a slot per grant.
+        expect(blackHole.state.requests).toBeLessThanOrEqual(2 * instances);
+      } finally {
+        for (const sender of senders) await sender.stop();
+        await second?.close();
+      }
+    },
+    120_000,
+  );
 
   it('backs off a website that times out as a whole: one probe at a time, and the rest follow once it answers', async () => {
     const agent = await server.createAgent();
@@ -127,9 +131,10 @@ describe(`back-channel logout fairness (${storeName})`, () => {
       // The website answers again: the next probe gets through, and everything waiting follows.
       website.state.blackHole = false;
       expect(await within(10_000, async () => sids.every((sid) => website.arrivals.has(sid)))).toBe(true);
-      const after = await server.services.db.query(`SELECT 1 FROM logout_websites w JOIN logout_deliveries d ON d.client_id = w.client_id WHERE d.sid = $1`, [
-        sids[0],
-      ]);
+      const after = await server.services.db.query(
+        `SELECT 1 FROM logout_websites w JOIN logout_deliveries d ON d.client_id = w.client_id WHERE d.sid = $1`,
+        [sids[0]],
+      );
       expect(after.rows).toEqual([]);
     } finally {
       await sender.stop();
