@@ -16,8 +16,9 @@ import { countEvents } from './events/metrics.js';
 import { type SignInChanges, watchSignInChanges } from './events/sign-in-changes.js';
 import { createMailer, type Mailer } from './mail/mailer.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { openSigningKeys, type SigningKeys } from './oidc/signing-keys.js';
+import { openSigningKeys, type PublishedKey, type SigningKeys } from './oidc/signing-keys.js';
 import { noticeNewWebsites } from './owners/notices.js';
+import { SIGNING_ALGS } from './protocol/signing.js';
 import type { StoreCache } from './store/grants.js';
 import { createStore, type Store } from './store/index.js';
 import { ResourceTokens } from './tokens/resource-tokens.js';
@@ -78,7 +79,9 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
       opened.catch(() => (opened = undefined));
       return opened;
     };
-    const resourceTokens = new ResourceTokens({ config, store, signingKeys: openKeys });
+    const publishedKeys = () =>
+      opened ? opened.then((keys) => keys.published()) : store.serverKeys.publishedSigningKeys<PublishedKey>(SIGNING_ALGS);
+    const resourceTokens = new ResourceTokens({ config, store, signingKeys: openKeys, publishedKeys });
     const signInChanges = await watchSignInChanges(database);
     // The configured secrets, or else the one kept in the store (generated on first start).
     const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.serverKeys.jwtSecret(randomToken(48))]);

@@ -53,9 +53,10 @@ describe('the agent SDK package (sdk/typescript) on its own', { timeout: 120_000
     expect(files).toContain('dist/mcp.js');
     expect(files).toContain('README.md');
     expect(files.filter((f) => !/^dist\/[\w-]+\.(js|d\.ts)$/.test(f))).toEqual(['README.md', 'package.json']);
-    // With the MCP entry point (`@agent-auth/agent/mcp`) and the headless sign-in: about 20 kB, 66 kB unpacked.
-    expect(packed.size).toBeLessThan(24_000);
-    expect(packed.unpackedSize).toBeLessThan(72_000);
+    // With the MCP entry point (`@agent-auth/agent/mcp`), the headless sign-in and request signing (Web Bot Auth):
+    // about 26 kB, 85 kB unpacked.
+    expect(packed.size).toBeLessThan(30_000);
+    expect(packed.unpackedSize).toBeLessThan(100_000);
     console.info(`@agent-auth/agent: ${packed.files.length} files, ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
   });
 

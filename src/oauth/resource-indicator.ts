@@ -18,7 +18,10 @@ export function canonicalResource(value: string): { resource: string } | { probl
   if (url.username || url.password) return { problem: 'must not carry credentials' };
   const transport = transportProblem(url);
   if (transport) return { problem: transport };
-  return { resource: `${url.origin}${url.pathname.replace(/\/+$/, '')}${url.search}` };
+  // Trailing slashes name the same resource; trimmed by index (a pattern anchored at the end backtracks on a run of them).
+  let end = url.pathname.length;
+  while (end > 0 && url.pathname[end - 1] === '/') end--;
+  return { resource: `${url.origin}${url.pathname.slice(0, end)}${url.search}` };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { randomToken } from '../crypto/secrets.js';
 import { type AccessTokenClaims, claimsSchema as websiteClaims } from '../oauth/access-token.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
-import type { SigningKeys } from '../oidc/signing-keys.js';
+import type { PublishedKey, SigningKeys } from '../oidc/signing-keys.js';
 import { SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
 import type { GrantSubject } from '../store/grants.js';
 import type { Store } from '../store/index.js';
@@ -28,6 +28,8 @@ export interface ResourceTokenDeps {
   store: Pick<Store, 'resources'>;
   /** The deployment's asymmetric keys (src/oidc/signing-keys.ts), opened the first time a resource token needs them. */
   signingKeys: () => Promise<SigningKeys>;
+  /** The published public keys, read without opening (so without making) the keys: checking a token writes nothing. */
+  publishedKeys: () => Promise<PublishedKey[]>;
 }
 
 // Our tokens are short; anything longer is refused before parsing, as for the HS256 ones.
@@ -89,7 +91,7 @@ export class ResourceTokens {
   private async publicKey(kid: string, alg: SigningAlg): Promise<CryptoKey | undefined> {
     const known = this.publicKeys.get(kid);
     if (known) return known;
-    const jwk = (await (await this.deps.signingKeys()).published()).find((k) => k.kid === kid && k.alg === alg);
+    const jwk = (await this.deps.publishedKeys()).find((k) => k.kid === kid && k.alg === alg);
     if (!jwk) return undefined;
     const key = (await importJWK(jwk, alg)) as CryptoKey;
     this.publicKeys.set(kid, key);

@@ -142,7 +142,7 @@ describe(`step-up for changes that weaken an owner's protection (${storeName})`,
       'your agent “Test agent” was lowered from “Ask me every time” to “Ask me for new websites”',
     );
     expect((await call(owner, 'POST', `/account/api/agents/${agent.agent_id}/keys`, { jwk: jwk() })).statusCode).toBe(201);
-    expect((await smtp.next(email, 5000, (m) => m.subject.includes('lowered its protection'))).text).toContain('signs in as your agent');
+    expect((await smtp.next(email, 5000, (m) => m.subject.includes('lowered its protection'))).text).toContain('the agent signs its assertions with');
     const second = new SoftwareAuthenticator(ISSUER);
     await addPasskey(owner, second, 'Phone');
     expect((await smtp.next(email, 5000, (m) => m.subject.includes('lowered its protection'))).text).toContain('the passkey “Phone” was added');

@@ -154,7 +154,8 @@ describe(`audit log (${storeName})`, () => {
 
     const second = await signInToCode(server, { client });
     await exchangeCode(server, client, second.code, second.verifier);
-    expect((await exchangeCode(server, client, second.code, second.verifier)).json().error).toBe('invalid_grant');
+    // An intercepted code comes without its verifier (the same exchange again is a retry: test/grants/code-retry.test.ts).
+    expect((await exchangeCode(server, client, second.code, 'x'.repeat(43))).json().error).toBe('invalid_grant');
     expect((await trail(second.requestId)).slice(-3).map((e) => [e.event, e.reason])).toEqual([
       ['token_issued', null],
       ['reuse_detected', 'code_replay'],

@@ -91,7 +91,18 @@ const email: FieldSpec[string] = [
   ),
 ];
 
-const CLIENT_VIEW = ['active', 'backchannel_logout_uri', 'client_id', 'created_at', 'id_token_signed_response_alg', 'name', 'redirect_uris'];
+const CLIENT_VIEW = [
+  'active',
+  'backchannel_logout_uri',
+  'client_id',
+  'created_at',
+  'dpop_bound_access_tokens',
+  'id_token_signed_response_alg',
+  'name',
+  'redirect_uris',
+  'registration',
+  'token_endpoint_auth_method',
+];
 const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name', 'secret_enabled'];
 
 const json = (value: unknown): Body => ({ kind: 'json', value, contentType: 'application/json' });

@@ -7,13 +7,25 @@ import { startServer } from '../../src/server.js';
 import { createTestDatabase, seedPgliteDir } from './database.js';
 import { startTestServer, type TestServer } from './server.js';
 
-/** A port that was free a moment ago: the issuer must be known before the server is built. */
+// Ports the kernel hands out to outgoing connections (net.ipv4.ip_local_port_range) can be taken between
+// the probe and the listen, by any connection of a busy test run; a port below that range cannot.
+const FIRST_PORT = 20_000;
+const PORTS = 12_000;
+
+/** A port free now on every address, below the ephemeral range: the issuer must be known before the server is built. */
 export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
+  for (;;) {
+    const port = FIRST_PORT + Math.floor(Math.random() * PORTS);
+    const probe = createServer();
+    const free = await new Promise<boolean>((resolve) => {
+      probe.once('error', () => resolve(false));
+      probe.listen(port, () => resolve(true));
+    });
+    if (free) {
+      await new Promise((resolve) => probe.close(resolve));
+      return port;
+    }
+  }
 }
 
 export interface ListeningServer extends TestServer {

@@ -50,7 +50,10 @@ describe(`examples/fetch-website: sign-in with plain fetch (${storeName})`, () =
   it('offers the button with the stylesheet agent-auth serves', async () => {
     const { html } = await browser().open(website.url);
     expect(html).toContain(`<link rel="stylesheet" href="${server.issuer}/assets/sign-in-with-agent.css">`);
-    expect(html).toContain('<a class="sign-in-with-agent" href="/login">Sign in with agent</a>');
+    // The documented button: its mark (an inline SVG), then its words.
+    expect(html).toMatch(
+      /<a class="sign-in-with-agent" href="\/login"><svg [^>]*aria-hidden="true"[^>]*>.*<\/svg><span>Sign in with agent<\/span><\/a>/s,
+    );
   });
 
   it('signs the agent in: PKCE, state, code for tokens, userinfo; the agent id is the account key', async () => {

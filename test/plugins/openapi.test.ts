@@ -38,6 +38,8 @@ const ENDPOINTS: [method: string, path: string, fails: boolean][] = [
   ['get', '/.well-known/jwks.json', false],
   ['get', '/.well-known/http-message-signatures-directory', false],
   ['get', '/api/agents/by-signing-key/{kid}', true],
+  ['post', '/register', true],
+  ['get', '/agents/{agent_id}/client-metadata.json', true],
   ['post', '/account/email-link', true],
   ['get', '/account/email-link/callback', true],
   ['post', '/account/email-link/callback', true],
@@ -148,6 +150,8 @@ describe(`OpenAPI description (${storeName})`, () => {
       'scope',
       'login_hint',
       'nonce',
+      'resource',
+      'dpop_jkt',
     ]);
     expect(doc.paths['/api/check-status'].get.parameters).toContainEqual(
       expect.objectContaining({ name: 'request_id', in: 'query', required: true }),

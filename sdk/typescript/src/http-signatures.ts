@@ -79,8 +79,9 @@ function componentValue(message: MessageParts, component: Component): string | u
       // RFC 9421 §2.1: the field's values, trimmed, obsolete line folding replaced by a space.
       return message
         .header(component.name)
-        ?.trim()
-        .replace(/\s*\r?\n\s*/g, ' ');
+        ?.split(/\r?\n/)
+        .map((line) => line.trim())
+        .join(' ');
   }
 }
 
