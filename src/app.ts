@@ -15,6 +15,7 @@ import assetRoutes from './routes/assets.js';
 import authorizeRoute from './routes/authorize.js';
 import authorizeCompleteRoute from './routes/authorize-complete.js';
 import authorizeDecisionRoute from './routes/authorize-decision.js';
+import authorizeOwnerRoutes from './routes/authorize-owner.js';
 import checkStatusRoute from './routes/check-status.js';
 import healthRoutes from './routes/health.js';
 import homeRoute from './routes/home.js';
@@ -51,6 +52,7 @@ export async function buildApp(services: Services, options: AppOptions = {}): Pr
     await browser.register(authorizeRoute);
     await browser.register(authorizeCompleteRoute);
     await browser.register(authorizeDecisionRoute);
+    await browser.register(authorizeOwnerRoutes);
   });
   // Owners: the portal and its API, with the owner session's cookie (src/account).
   await app.register(accountPlugin);

@@ -73,7 +73,8 @@ const STORE_SLICES: Record<string, string[]> = {
   account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals', 'agentKeys'],
   // The rules of a key and its registration, which the audit log records with who acted.
   'agent-keys': ['agentKeys', 'auditLog', 'serverKeys'],
-  flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
+  // The owner path (flows/owner-sign-in.ts) makes the owner's agent for a client.
+  flows: ['signIns', 'agents', 'agentKeys', 'auditLog', 'clientAgents'],
   // Clients that are documents (Client ID Metadata Documents, an agent's own) or registered themselves.
   clients: ['clients', 'agents', 'agentKeys'],
   tokens: ['clients', 'grants', 'grantAdmin', 'agents', 'resources'],

@@ -33,6 +33,8 @@ const agentView = z.object({
   active: z.boolean(),
   created_at: z.date(),
   approval_policy: policy,
+  client_id: z.string().nullable().describe('the client an agent of kind "client" was made for; null otherwise'),
+  kind: z.enum(['agent', 'client']).describe('"client": made when its owner signed in on the authorization page of a person’s client'),
   last_sign_in: lastSignInView,
   websites: z.array(websiteView).describe('the websites the agent holds a live grant with'),
 });

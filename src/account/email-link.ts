@@ -18,7 +18,7 @@ const REFUSALS: Record<LinkRefusal, string> = {
   no_account: 'no owner has this email address',
   email_taken: 'another account uses this email address now, so yours cannot move to it',
 };
-class InvalidLink extends OAuthError {
+export class InvalidLink extends OAuthError {
   constructor(error: LinkRefusal = 'invalid_link') {
     super(error, REFUSALS[error], 400);
   }

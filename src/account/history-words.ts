@@ -83,6 +83,8 @@ const SENTENCES: Record<AuditEvent, (n: Names, row: HistoryRow) => string> = {
   passkey_added: (_n, row) => `You added the passkey ${passkeyName(row)}`,
   passkey_renamed: (_n, row) => `You renamed a passkey to ${passkeyName(row)}`,
   passkey_removed: (_n, row) => `You removed the passkey ${passkeyName(row)}`,
+  client_sign_in_allowed: (n) => `You signed ${n.website} in as ${n.agent}`,
+  client_sign_in_denied: (n) => `You declined a sign-in of ${n.website}`,
 };
 
 /** The sentence a history row reads as on the owner's History page. */

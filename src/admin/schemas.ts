@@ -44,6 +44,7 @@ export const clientView = z.object({
   registration: z.enum(['admin', 'metadata_document', 'dynamic']).describe('who registered it: an operator, its own document, itself (RFC 7591)'),
   token_endpoint_auth_method: z.enum(['client_secret_post', 'none', 'private_key_jwt']),
   dpop_bound_access_tokens: z.boolean(),
+  owner_sign_in: z.boolean().describe('a website that offers the owner path on its authorization page (public clients offer it without the flag)'),
   active: z.boolean(),
   created_at: z.date(),
 });

@@ -37,8 +37,11 @@ export interface EventPayloads {
   'sign-in.approved': AgentSignIn;
   /** The browser collected the code (authenticated -> completed). */
   'sign-in.completed': AgentSignIn;
-  /** The person pressed Deny on the approval page (`by: person`), or the agent's owner declined the sign-in (`by: owner`). */
-  'sign-in.denied': AgentSignIn & { by: 'person' | 'owner' };
+  /**
+   * The person pressed Deny on the approval page (`by: person`), or the agent's owner declined the sign-in
+   * (`by: owner`); on the owner path before any agent signed in, `agent_id` and `model` are null.
+   */
+  'sign-in.denied': SignIn & { agent_id: string | null; model: string | null; by: 'person' | 'owner' };
   /**
    * A sign-in ran out of time; emitted once, by whoever noticed and recorded it (a read, or the purge).
    * `awaiting_owner`: it was still waiting for its owner's approval.

@@ -26,10 +26,16 @@ export interface EmailLinkDeps {
  * way, and the mail goes out after the answer. Without OWNER_SIGNUP an address no one owns gets no
  * mail. Past the limit per email: RateLimited, whoever asks, while a link already sent still works.
  */
-export async function requestEmailLink(deps: EmailLinkDeps, email: string, context: EventContext): Promise<void> {
+export async function requestEmailLink(
+  deps: EmailLinkDeps,
+  email: string,
+  context: EventContext,
+  /** Where the link leads with its token: the portal's link page, or back to a sign-in in progress (the owner path). */
+  linkTo = (token: string) => `${deps.config.issuer}/account/email-link/callback?token=${token}`,
+): Promise<void> {
   const token = await recordLink(deps, email);
   if (!token.ownerExists && !deps.config.owners.signup) return;
-  const link = `${deps.config.issuer}/account/email-link/callback?token=${token.value}`;
+  const link = linkTo(token.value);
   const message = signInLinkMessage({ to: email, brand: deps.config.brand.name, link, minutes: LINK_TTL_SECONDS / 60 });
   // Not awaited: how long the SMTP server takes must not tell anything. A failure is logged by the mailer.
   deps.mailer.send(message, context.log).catch(() => {});

@@ -20,16 +20,30 @@ export interface SignInPageData {
   approval?: { agentId: string; agentName: string | null; model: string; email: string; csrfToken: string };
   /** Waiting for the owner only: who must approve, and the code they see too. */
   owner?: { email: string; agentName: string | null; matchCode: string };
+  /** The waiting page of a client that offers the owner path: its "Sign in as the owner" button. */
+  ownerSignIn?: boolean;
+  /** The owner path's page only: the step it shows (docs/protocol.md, "People's MCP clients"). */
+  ownerStep?: OwnerStep;
 }
+
+/**
+ * The steps of the owner path's page: the owner signs in (passkey or email link), is told to check
+ * their mail, uses the link back in this browser, and is asked whether the client may act as their agent.
+ */
+export type OwnerStep =
+  | { step: 'sign-in'; csrfToken: string }
+  | { step: 'check-mail'; email: string }
+  | { step: 'link'; csrfToken: string; token: string }
+  | { step: 'consent'; csrfToken: string; email: string; agentName: string | null };
 
 // A string literal embedded in a script element: "<" escaped so no value can close the element.
 const scriptString = (value: string) => JSON.stringify(value).replace(/</g, '\\u003c');
 
 /**
  * Renders the waiting page (the agent has yet to authenticate), the page that waits for the agent's
- * owner to approve, or the approval page (REQUIRE_APPROVAL).
+ * owner to approve, the approval page (REQUIRE_APPROVAL), or a step of the owner path.
  */
-export function renderSignInPage(reply: FastifyReply, page: 'waiting' | 'owner-approval' | 'approval', data: SignInPageData) {
+export function renderSignInPage(reply: FastifyReply, page: 'waiting' | 'owner-approval' | 'approval' | 'owner', data: SignInPageData) {
   const origin = redirectOrigin(data.redirectUri);
   return reply.view(`${page}.eta`, {
     ...data,
@@ -38,7 +52,7 @@ export function renderSignInPage(reply: FastifyReply, page: 'waiting' | 'owner-a
     sharesEmail: scopeGrantsEmail(data.scope),
     // Who is asking, as the person can check it: the host the code will be sent to.
     websiteHost: new URL(data.redirectUri).host,
-    shared: sharedInPlainWords(data.scope, data.approval?.email),
+    shared: sharedInPlainWords(data.scope, data.approval?.email ?? (data.ownerStep?.step === 'consent' ? data.ownerStep.email : undefined)),
     redirectOrigin: origin,
     // The object literal agents written for the original Auth Agent match with a pattern (unquoted
     // key, quoted value; request_id first).

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { agentOfDocument, resolveClient } from '../clients/metadata-document.js';
 import { InvalidClient, InvalidRequest, InvalidTarget, UnsupportedResponseType } from '../errors.js';
+import { offersOwnerSignIn } from '../flows/owner-sign-in.js';
 import { start } from '../flows/sign-in.js';
 import { isRegisteredRedirect, redirectToClient } from '../oauth/redirect.js';
 import { requestedResource } from '../oauth/resource-indicator.js';
@@ -85,7 +86,7 @@ function required(query: AuthorizeQuery, name: Parameter): string {
  * clients"): the name is its own claim, so the host of its client_id URL goes beside it, and a
  * client that can only redirect to this machine is flagged (a native app, or anyone's document).
  */
-function describeClient(client: Client) {
+export function describeClient(client: Client) {
   if (client.registration === 'admin') return {};
   const onLoopback = (uri: string) => ['localhost', '127.0.0.1', '[::1]'].includes(new URL(uri).hostname);
   return {
@@ -180,6 +181,7 @@ export default async function authorizeRoute(fastify: FastifyInstance) {
       redirectUri,
       scope,
       expiresAt: created.expires_at,
+      ownerSignIn: offersOwnerSignIn(client, loginHint),
     });
   });
 }

@@ -41,6 +41,9 @@ export const AUDIT_EVENTS = [
   'passkey_added',
   'passkey_renamed',
   'passkey_removed',
+  // The owner path (People's MCP clients): the owner let a client act as their agent, or refused it.
+  'client_sign_in_allowed',
+  'client_sign_in_denied',
 ] as const;
 export type AuditEvent = (typeof AUDIT_EVENTS)[number];
 

@@ -3,6 +3,7 @@ import { createAgentKeyStore } from './agent-keys.js';
 import { createAgentStore } from './agents.js';
 import { createApprovalStore } from './approvals.js';
 import { createAuditLogStore } from './audit-log.js';
+import { createClientAgentStore } from './client-agents.js';
 import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
 import { createDpopProofStore } from './dpop-proofs.js';
@@ -41,6 +42,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     logoutDeliveries: createLogoutDeliveryStore(db),
     resources: createResourceStore(db),
     dpopProofs: createDpopProofStore(db),
+    clientAgents: createClientAgentStore(db),
   };
 }
 

@@ -12,6 +12,10 @@ export interface OwnerAgent {
   created_at: Date;
   /** NULL: the owner's own policy. */
   approval_policy: ApprovalPolicy | null;
+  /** The client an agent of the owner path was made for (migrations/090); null for the others. */
+  client_id: string | null;
+  /** `client`: made on the owner path for a person's client (docs/protocol.md, "People's MCP clients"). */
+  kind: 'agent' | 'client';
 }
 
 /** A website an agent holds a live grant with: its newest sign-in there, and its first. */
@@ -37,7 +41,8 @@ export interface OwnerAgentLastSignIn {
   model: string;
 }
 
-const AGENT = `id AS agent_id, name, active, secret_enabled, created_at, approval_policy`;
+const AGENT = `id AS agent_id, name, active, secret_enabled, created_at, approval_policy, client_id,
+  CASE WHEN client_id IS NULL THEN 'agent' ELSE 'client' END AS kind`;
 
 /**
  * An owner's agents (migrations/001, 020). Every statement names the owner: an agent of another owner

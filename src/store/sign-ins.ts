@@ -35,6 +35,10 @@ export interface SignInDetails extends SignInState {
   client_name: string;
   agent_name: string | null;
   email: string | null;
+  /** The resource (RFC 8707) it is for, canonical; null: the website itself. */
+  resource: string | null;
+  /** The one agent the website (or the agent's own document) named, if any. */
+  login_hint: string | null;
 }
 
 export interface NewSignIn {
@@ -133,7 +137,7 @@ export function createSignInStore(db: Db) {
 
     async getDetails(id: string): Promise<SignInDetails | undefined> {
       const { rows } = await db.query<SignInDetails>(
-        `SELECT ${STATE_COLUMNS}, r.scope, c.name AS client_name, a.name AS agent_name, u.email
+        `SELECT ${STATE_COLUMNS}, r.scope, c.name AS client_name, a.name AS agent_name, u.email, r.resource, r.login_hint
          FROM auth_requests r
          JOIN clients c ON c.id = r.client_id
          LEFT JOIN agents a ON a.id = r.agent_id
@@ -219,6 +223,34 @@ export function createSignInStore(db: Db) {
         [id, browserHash, sha256(code), codeTtlSeconds],
       );
       return rows[0] ? { ...rows[0], code } : undefined;
+    },
+
+    /**
+     * pending -> authenticated by the agent's owner in the browser that started it (the owner path,
+     * docs/protocol.md "People's MCP clients"): the owner has just answered in person, so no approval is
+     * asked. Undefined unless the request was pending, unexpired, this browser's and named no agent.
+     */
+    async authenticateByOwner(id: string, browserHash: string, agentId: string, model: string): Promise<AuthenticatedSignIn | undefined> {
+      const { rows } = await db.query<AuthenticatedSignIn>(
+        `UPDATE auth_requests r SET status = 'authenticated', agent_id = $3, model = $4, authenticated_at = now()
+         FROM clients c
+         WHERE r.id = $1 AND r.browser_hash = $2 AND r.status = 'pending' AND r.expires_at > now() AND r.login_hint IS NULL
+           AND c.id = r.client_id
+         RETURNING r.client_id, c.name AS client_name, r.redirect_uri, r.approval`,
+        [id, browserHash, agentId, model],
+      );
+      return rows[0];
+    },
+
+    /** pending -> error (access_denied): the owner, in the browser that started it, pressed Deny before any agent signed in. */
+    async denyPending(id: string, browserHash: string) {
+      const { rows } = await db.query<Omit<EndedSignIn, 'agent_id' | 'model'>>(
+        `UPDATE auth_requests SET status = 'error', error = 'access_denied', completed_at = now()
+         WHERE id = $1 AND browser_hash = $2 AND status = 'pending' AND expires_at > now()
+         RETURNING redirect_uri, state, client_id`,
+        [id, browserHash],
+      );
+      return rows[0];
     },
 
     /** authenticated -> error (access_denied), when the user presses Deny. */

@@ -66,9 +66,11 @@ export async function startSmtp(): Promise<TestSmtp> {
   };
 }
 
-/** The sign-in link a mail carries. */
+/** The sign-in link a mail carries: the portal's, or one back to a sign-in (the owner path). */
 export function linkIn(mail: Mail): string {
-  const link = /https?:\/\/\S+\/account\/email-link\/callback\?token=[\w-]+/.exec(mail.text)?.[0];
+  const link = /https?:\/\/\S+\/(?:account\/email-link\/callback\?|authorize\/owner\/email-link\?request_id=[\w-]+&)token=[\w-]+/.exec(
+    mail.text,
+  )?.[0];
   if (!link) throw new Error(`no sign-in link in: ${mail.text}`);
   return link;
 }
