@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { exchangeCode } from '../helpers/codes.js';
+import { postForm } from '../helpers/codes.js';
 import { storeName } from '../helpers/database.js';
 import { checkStatus, startAuthorize } from '../helpers/flow.js';
-import { cookiesOf, serverWithMail, signInOwner, startServerWithMail, closeServerWithMail } from '../helpers/owner.js';
+import { closeServerWithMail, cookiesOf, serverWithMail, signInOwner, startServerWithMail } from '../helpers/owner.js';
 import { ISSUER, type TestServer } from '../helpers/server.js';
 import { linkIn, type TestSmtp } from '../helpers/smtp.js';
 
@@ -12,6 +12,16 @@ const CALLBACK = 'http://127.0.0.1:4567/callback';
 const newEmail = () => `owner-${randomBytes(4).toString('hex')}@example.com`;
 const csrfOf = (res: Injected) => /name="csrf_token" value="([^"]+)"/.exec(res.body)?.[1] ?? '';
 const joinCookies = (...cookies: (string | undefined)[]) => cookies.filter(Boolean).join('; ');
+
+/** The code exchange of a public client (`none`): its client_id alone, and the PKCE verifier. */
+const exchangeCode = (server: TestServer, client: { client_id: string; redirect_uris: string[] }, code: string, verifier: string) =>
+  postForm(server, '/token', {
+    grant_type: 'authorization_code',
+    code,
+    code_verifier: verifier,
+    redirect_uri: client.redirect_uris[0],
+    client_id: client.client_id,
+  });
 
 /** A person's MCP client, registered by itself (RFC 7591): public, loopback redirect. */
 async function registerClient(server: TestServer, name = 'Notes app') {
