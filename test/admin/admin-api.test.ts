@@ -41,6 +41,7 @@ describe(`admin API (${storeName})`, () => {
           'dpop_bound_access_tokens',
           'id_token_signed_response_alg',
           'name',
+          'owner_sign_in',
           'redirect_uris',
           'registration',
           'token_endpoint_auth_method',
@@ -138,7 +139,7 @@ describe(`admin API (${storeName})`, () => {
       const { client_id: id } = await server.createClient();
       const before = await row('clients', id);
       for (const [body, field] of [
-        [{}, 'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, active'],
+        [{}, 'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, owner_sign_in, active'],
         [{ active: 'yes' }, 'active'],
         [{ redirect_uris: ['http://evil.example/cb'] }, 'redirect_uris'],
         [{ name: null }, 'name'],
