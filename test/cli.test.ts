@@ -400,17 +400,21 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
     expect(await jwks()).toEqual([current, first]);
   });
 
-  it('registers a website’s ID token algorithm and logout URI, lists failed logout deliveries and retries one', async () => {
+  it('registers a website’s ID token algorithm, logout URI and owner sign-in, lists failed logout deliveries and retries one', async () => {
     const { server } = local;
     const cli = (args: string[]) => finished(spawnBuilt('cli', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
     const created = await cli([
       '--json',
       ...['clients', 'create', '--name', 'Logout shop', '--redirect-uri', 'https://shop.example/cb'],
-      ...['--id-token-alg', 'EdDSA', '--backchannel-logout-uri', 'https://shop.example/logout'],
+      ...['--id-token-alg', 'EdDSA', '--backchannel-logout-uri', 'https://shop.example/logout', '--owner-sign-in', 'true'],
     ]);
     expect(created.code, created.stderr).toBe(0);
     const client = JSON.parse(created.stdout);
-    expect(client).toMatchObject({ id_token_signed_response_alg: 'EdDSA', backchannel_logout_uri: 'https://shop.example/logout' });
+    expect(client).toMatchObject({
+      id_token_signed_response_alg: 'EdDSA',
+      backchannel_logout_uri: 'https://shop.example/logout',
+      owner_sign_in: true,
+    });
     const cleared = await cli(['--json', 'clients', 'update', client.client_id, '--id-token-alg', 'default', '--backchannel-logout-uri', 'none']);
     expect(cleared.code, cleared.stderr).toBe(0);
     expect(JSON.parse(cleared.stdout)).toMatchObject({ id_token_signed_response_alg: 'RS256', backchannel_logout_uri: null });

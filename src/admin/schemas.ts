@@ -54,6 +54,8 @@ export const agentView = z.object({
   name: z.string().nullable(),
   active: z.boolean(),
   secret_enabled: z.boolean().describe('false: the agent is key-only, its secret is refused'),
+  client_id: z.string().nullable().describe('the client an agent of kind "client" was made for; null otherwise'),
+  kind: z.enum(['agent', 'client']).describe('"client": made when its owner signed in on the authorization page of a person’s client'),
   created_at: z.date(),
 });
 

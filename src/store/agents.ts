@@ -10,6 +10,10 @@ export interface Agent {
   active: boolean;
   /** False: the agent is key-only, its secret refused (it signs in with an assertion). */
   secret_enabled: boolean;
+  /** The client an agent of the owner path was made for (migrations/090); null for the others. */
+  client_id: string | null;
+  /** `client`: made when its owner signed in on a person's client's authorization page. */
+  kind: 'agent' | 'client';
   created_at: Date;
   updated_at: Date;
 }
@@ -21,7 +25,8 @@ export interface AgentWithSecretHash extends Agent {
   email_verified: boolean;
 }
 
-const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at
+const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.client_id,
+    CASE WHEN a.client_id IS NULL THEN 'agent' ELSE 'client' END AS kind, a.created_at, a.updated_at
   FROM agents a JOIN users u ON u.id = a.user_id`;
 
 export function createAgentStore(db: Db) {

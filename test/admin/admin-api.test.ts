@@ -171,7 +171,7 @@ describe(`admin API (${storeName})`, () => {
       const created = await server.adminCall('POST', '/admin/agents', { email: 'owner@example.com', name: 'Claude' });
       expect(created.statusCode).toBe(201);
       expect(Object.keys(created.json).sort()).toEqual(
-        ['active', 'agent_id', 'agent_secret', 'created_at', 'email', 'name', 'secret_enabled'].sort(),
+        ['active', 'agent_id', 'agent_secret', 'client_id', 'created_at', 'email', 'kind', 'name', 'secret_enabled'].sort(),
       );
       expect(created.json).toMatchObject({ email: 'owner@example.com', name: 'Claude', active: true });
       const { agent_id: id, agent_secret: secret } = created.json;

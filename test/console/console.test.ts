@@ -430,6 +430,23 @@ describe(`the operators' console (${storeName})`, () => {
     expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json.dpop_bound_access_tokens).toBe(false);
   });
 
+  it('offers "Sign in as the owner" on a website whose box is checked, and shows an agent made for a client', async () => {
+    const op = await operator(server);
+    const site = await op.post('/console/websites', { name: 'Notes app', redirect_uris: 'http://127.0.0.1:9/cb' });
+    const clientId = /\/console\/websites\/([\w-]+)/.exec(String(site.headers.location))![1];
+    expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="owner-sign-in">Not offered/);
+    await op.post(`/console/websites/${clientId}`, { name: 'Notes app', redirect_uris: 'http://127.0.0.1:9/cb', owner_sign_in: 'true' });
+    expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="owner-sign-in">Offered/);
+    expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json.owner_sign_in).toBe(true);
+    const agent = await server.createAgent();
+    await server.services.db.query(`UPDATE agents SET client_id = $2 WHERE id = $1`, [agent.agent_id, clientId]);
+    expect((await op.get(`/console/agents/${agent.agent_id}`)).body).toMatch(
+      new RegExp(`id="agent-client">The app <a href="/console/websites/${clientId}">`),
+    );
+    expect((await op.get('/console/agents')).body).toContain('Person’s app');
+    expect((await server.adminCall('GET', `/admin/agents/${agent.agent_id}`)).json).toMatchObject({ kind: 'client', client_id: clientId });
+  });
+
   it('records what the operator changes here in the audit log as the admin’s, and shows who acted', async () => {
     const op = await operator(server);
     const created = await op.post('/console/agents', { email: 'console-audit@example.com', name: 'Audited' });
@@ -455,7 +472,7 @@ describe(`the operators' console (${storeName})`, () => {
     ]);
     expect(await rows(`client_id=${clientId}`)).toEqual([
       // The edit form sends every field it shows, the DPoP box among them.
-      ['client_updated', 'admin', { fields: ['name', 'redirect_uris', 'dpop_bound_access_tokens'] }],
+      ['client_updated', 'admin', { fields: ['name', 'redirect_uris', 'dpop_bound_access_tokens', 'owner_sign_in'] }],
       ['client_created', 'admin', null],
     ]);
 

@@ -58,12 +58,12 @@ export async function signInOwner(app: App, smtp: TestSmtp, email: string, issue
 
 /**
  * A server listening on http://localhost:<a free port>, its issuer, that mails through `smtp`: what
- * a browser test of the portal needs (a host name, as WebAuthn and the API's Origin check want).
+ * a browser test of the portal needs (a host name, as WebAuthn and the API's Origin check want); `env` adds settings.
  */
-export async function startPortalServer(smtp: TestSmtp): Promise<{ server: TestServer; issuer: string }> {
+export async function startPortalServer(smtp: TestSmtp, env: Record<string, string> = {}): Promise<{ server: TestServer; issuer: string }> {
   const port = await freePort();
   const issuer = `http://localhost:${port}`;
-  const server = await startTestServer({ ISSUER: issuer, SMTP_URL: smtp.url });
+  const server = await startTestServer({ ISSUER: issuer, SMTP_URL: smtp.url, ...env });
   await server.app.listen({ port, host: 'localhost' });
   return { server, issuer };
 }
