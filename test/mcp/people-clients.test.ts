@@ -7,7 +7,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { launchChromium } from '../../examples/agent/agent.js';
 import { type RunningMcpExample, startMcpExample } from '../../examples/mcp-server/server.js';
 import { expectAxeCleanEverywhere } from '../helpers/axe.js';
@@ -32,7 +32,9 @@ async function loopbackCallback() {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (url.pathname !== '/callback') return void res.writeHead(404).end();
     arrived(url.searchParams);
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Signed in</title><p>You can close this window.</p>');
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end('<!doctype html><link rel="icon" href="data:,"><title>Signed in</title><p>You can close this window.</p>');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
@@ -64,6 +66,10 @@ class PersonsAppProvider implements OAuthClientProvider {
   get redirectUrl() {
     return this.callback.url;
   }
+  // agent-auth requires state (RFC 6749 §10.12); the SDK sends one when its provider makes it.
+  state() {
+    return randomBytes(16).toString('base64url');
+  }
   get clientMetadata(): OAuthClientMetadata {
     return { client_name: 'Notes desktop', redirect_uris: [this.callback.url], token_endpoint_auth_method: 'none' };
   }
@@ -88,9 +94,14 @@ class PersonsAppProvider implements OAuthClientProvider {
   codeVerifier() {
     return this.verifier;
   }
+  // What the SDK calls when the server refused them (a refresh token of a revoked grant, say).
+  invalidateCredentials(scope: 'all' | 'client' | 'tokens' | 'verifier' | 'discovery') {
+    if (scope === 'all' || scope === 'tokens') this.saved = undefined;
+    if (scope === 'all' || scope === 'client') this.information = undefined;
+  }
 }
 
-describe(`a person's MCP client signs in through the owner, in Chromium (${storeName})`, () => {
+describe(`a person's MCP client signs in through the owner, in Chromium (${storeName})`, { timeout: 120_000 }, () => {
   let browser: Browser;
   let smtp: TestSmtp;
   let server: TestServer;
@@ -123,6 +134,11 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
       res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' }).end(JSON.stringify(document));
     });
   });
+  // Each test's MCP clients and browser, closed even when it fails (an open one would hold the servers' close).
+  const opened: { close(): Promise<unknown> }[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((o) => o.close().catch(() => {})));
+  });
   afterAll(async () => {
     await documentHost?.close();
     certs?.remove();
@@ -135,6 +151,7 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
   /** A browser page of its own, its errors collected (a test ends expecting none), with a virtual platform authenticator. */
   async function newPage(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    opened.push(context);
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
@@ -171,6 +188,7 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
    */
   async function connect(provider: PersonsAppProvider, callback: Callback, inBrowser: () => Promise<void>) {
     const client = new Client({ name: 'notes desktop', version: '1.0.0' });
+    opened.push(client);
     const first = new StreamableHTTPClientTransport(new URL(mcp.url), { authProvider: provider });
     const back = callback.next();
     await expect(client.connect(first)).rejects.toBeInstanceOf(UnauthorizedError);
@@ -200,90 +218,84 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
     const { context, page, problems } = await newPage();
     await ownerWithPasskey(context, page, email);
     const callback = await loopbackCallback();
+    opened.push(callback);
     const documentUrl = `https://127.0.0.1:${documentHost.port}/notes-desktop.json`;
     const provider = new PersonsAppProvider(page, callback, documentUrl);
-    try {
-      const client = await connect(provider, callback, async () => {
-        await page.getByRole('button', { name: 'Sign in as the owner' }).waitFor();
-        expect(await page.locator('#client-id-host').textContent()).toBe(`127.0.0.1:${documentHost.port}`);
-        expect(await page.locator('#resource-name').textContent()).toBe('Team notes');
-        await expectAxeCleanEverywhere(page, 'owner-path-waiting');
-        await page.getByRole('button', { name: 'Sign in as the owner' }).click();
-        await page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor();
-        await expectAxeCleanEverywhere(page, 'owner-path-sign-in');
-        await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
-        await page.getByRole('button', { name: 'Allow' }).waitFor();
-        expect(await page.locator('h1').textContent()).toBe(`Let Notes desktop (127.0.0.1:${documentHost.port}) act as your agent at Team notes?`);
-        await expectAxeCleanEverywhere(page, 'owner-path-consent');
-        await page.getByLabel('Name of the agent').fill('Notes on my laptop');
-        await page.getByRole('button', { name: 'Allow' }).click();
-      });
-      const who = await whoami(client);
-      expect(who).toMatchObject({ owner_email: email, client_id: documentUrl });
-      const [made] = (await agentsIn(page)).filter((a) => a.kind === 'client');
-      expect(made).toMatchObject({ agent_id: who.agent_id, name: 'Notes on my laptop', client_id: documentUrl });
-      await page.goto(`${issuer}/account`);
-      await page.getByText('Notes on my laptop').first().waitFor();
-      await client.close();
-      expect(problems).toEqual([]);
-    } finally {
-      await callback.close();
-      await context.close();
-    }
+    const client = await connect(provider, callback, async () => {
+      await page.getByRole('button', { name: 'Sign in as the owner' }).waitFor();
+      expect(await page.locator('#client-id-host').textContent()).toBe(`127.0.0.1:${documentHost.port}`);
+      expect(await page.locator('#resource-name').textContent()).toBe('Team notes');
+      await expectAxeCleanEverywhere(page, 'owner-path-waiting');
+      await page.getByRole('button', { name: 'Sign in as the owner' }).click();
+      await page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor();
+      await expectAxeCleanEverywhere(page, 'owner-path-sign-in');
+      await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+      await page.getByRole('button', { name: 'Allow' }).waitFor();
+      expect(await page.locator('h1').textContent()).toBe(`Let Notes desktop (127.0.0.1:${documentHost.port}) act as your agent at Team notes?`);
+      await expectAxeCleanEverywhere(page, 'owner-path-consent');
+      await page.getByLabel('Name of the agent').fill('Notes on my laptop');
+      await page.getByRole('button', { name: 'Allow' }).click();
+    });
+    const who = await whoami(client);
+    expect(who).toMatchObject({ owner_email: email, client_id: documentUrl });
+    const [made] = (await agentsIn(page)).filter((a) => a.kind === 'client');
+    expect(made).toMatchObject({ agent_id: who.agent_id, name: 'Notes on my laptop', client_id: documentUrl });
+    await page.goto(`${issuer}/account`);
+    await page.getByText('Notes on my laptop').first().waitFor();
+    expect(problems).toEqual([]);
   });
 
   it('by dynamic registration with an email link through SMTP; the next sign-in asks nothing; revoking the agent fails the next tool call', async () => {
     const email = `owner-${randomBytes(4).toString('hex')}@example.com`;
     await server.createAgent(email);
-    const { context, page, problems } = await newPage();
+    const { page, problems } = await newPage();
     const callback = await loopbackCallback();
+    opened.push(callback);
     const provider = new PersonsAppProvider(page, callback);
-    try {
-      const client = await connect(provider, callback, async () => {
-        await page.getByRole('button', { name: 'Sign in as the owner' }).click();
-        await page.getByLabel('Your email address').fill(email);
-        await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
-        await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
-        await expectAxeCleanEverywhere(page, 'owner-path-check-mail');
-        await page.goto(linkIn(await smtp.next(email, 5000, (m) => m.subject.includes('sign-in link'))));
-        await page.getByRole('button', { name: 'Sign in' }).waitFor();
-        await expectAxeCleanEverywhere(page, 'owner-path-link');
-        await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.getByRole('button', { name: 'Allow' }).click();
-      });
-      const registered = (await provider.clientInformation())!;
-      const who = await whoami(client);
-      expect(who).toMatchObject({ owner_email: email, client_id: registered.client_id });
-      const [made] = (await agentsIn(page)).filter((a) => a.kind === 'client');
-      expect(made).toMatchObject({ agent_id: who.agent_id, name: 'Notes desktop', client_id: registered.client_id });
+    const client = await connect(provider, callback, async () => {
+      await page.getByRole('button', { name: 'Sign in as the owner' }).click();
+      await page.getByLabel('Your email address').fill(email);
+      await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+      await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+      await expectAxeCleanEverywhere(page, 'owner-path-check-mail');
+      await page.goto(linkIn(await smtp.next(email, 5000, (m) => m.subject.includes('sign-in link'))));
+      await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      await expectAxeCleanEverywhere(page, 'owner-path-link');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Allow' }).click();
+    });
+    const registered = (await provider.clientInformation())!;
+    const who = await whoami(client);
+    expect(who).toMatchObject({ owner_email: email, client_id: registered.client_id });
+    const [made] = (await agentsIn(page)).filter((a) => a.kind === 'client');
+    expect(made).toMatchObject({ agent_id: who.agent_id, name: 'Notes desktop', client_id: registered.client_id });
 
-      // The same app again (its tokens forgotten): the owner is signed in and the agent exists, so no question.
-      const again = new PersonsAppProvider(page, callback);
-      again.saveClientInformation(registered);
-      const second = await connect(again, callback, async () => {
-        await page.getByRole('button', { name: 'Sign in as the owner' }).click();
-      });
-      expect((await whoami(second)).agent_id).toBe(who.agent_id);
+    // The same app again (its tokens forgotten): the owner is signed in and the agent exists, so no question.
+    const again = new PersonsAppProvider(page, callback);
+    again.saveClientInformation(registered);
+    const second = await connect(again, callback, async () => {
+      await page.getByRole('button', { name: 'Sign in as the owner' }).click();
+    });
+    expect((await whoami(second)).agent_id).toBe(who.agent_id);
 
-      // The owner deletes the agent in the portal: the resource refuses its token once it expires, and the refresh is refused at once.
-      const deleted = await page.request.delete(`${issuer}/account/api/agents/${made.agent_id}`, {
-        headers: { 'content-type': 'application/json', origin: issuer },
-      });
-      expect(deleted.status()).toBe(204);
-      const { access_token } = (await again.tokens())!;
-      await expect
-        .poll(async () => (await fetch(mcp.url, { method: 'POST', headers: { authorization: `Bearer ${access_token}` } })).status, {
-          timeout: (TOKEN_TTL_SECONDS + CLOCK_TOLERANCE_SECONDS + 5) * 1000,
-          interval: 250,
-        })
-        .toBe(401);
-      await expect(second.callTool({ name: 'whoami' })).rejects.toBeInstanceOf(UnauthorizedError);
-      await client.close();
-      await second.close();
-      expect(problems).toEqual([]);
-    } finally {
-      await callback.close();
-      await context.close();
-    }
+    // The owner deletes the agent in the portal: the resource refuses its token once it expires, and the refresh is refused at once.
+    const deleted = await page.request.delete(`${issuer}/account/api/agents/${made.agent_id}`, {
+      headers: { 'content-type': 'application/json', origin: issuer },
+    });
+    expect(deleted.status()).toBe(204);
+    const { access_token } = (await again.tokens())!;
+    const introspected = await fetch(`${issuer}/introspect`, {
+      method: 'POST',
+      body: new URLSearchParams({ token: access_token, client_id: registered.client_id }),
+    });
+    expect(await introspected.json()).toEqual({ active: false });
+    await expect
+      .poll(async () => (await fetch(mcp.url, { method: 'POST', headers: { authorization: `Bearer ${access_token}` } })).status, {
+        timeout: (TOKEN_TTL_SECONDS + CLOCK_TOLERANCE_SECONDS + 5) * 1000,
+        interval: 250,
+      })
+      .toBe(401);
+    await expect(second.callTool({ name: 'whoami' })).rejects.toBeInstanceOf(UnauthorizedError);
+    expect(problems).toEqual([]);
   });
 });
