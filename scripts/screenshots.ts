@@ -119,9 +119,28 @@ async function main() {
       code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
       code_challenge_method: 'S256',
     });
-    const authorize = async (page: Page) => {
-      await page.goto(`${server.url}/authorize?${authorizeQuery}`);
+    const authorize = async (page: Page, query = authorizeQuery) => {
+      await page.goto(`${server.url}/authorize?${query}`);
       return (await page.locator('meta[name="request-id"]').getAttribute('content'))!;
+    };
+    // A person's MCP app (registered by itself, RFC 7591) signing in to an MCP server: the owner path.
+    const notes = await (
+      await fetch(`${server.url}/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ client_name: 'Notes desktop', redirect_uris: ['http://127.0.0.1/callback'] }),
+      })
+    ).json();
+    await admin(server, '/resources', { resource: 'https://notes.example.com/mcp', name: 'Team notes', scopes: ['notes:read', 'email'] });
+    const appQuery = new URLSearchParams({
+      ...Object.fromEntries(authorizeQuery),
+      client_id: notes.client_id,
+      redirect_uri: 'http://127.0.0.1:53682/callback',
+      resource: 'https://notes.example.com/mcp',
+    });
+    const ownerPath = async (page: Page) => {
+      await authorize(page, appQuery);
+      await page.getByRole('button', { name: 'Sign in as the owner' }).click();
     };
     const consoleSignIn = async (page: Page) => {
       await page.goto(`${server.adminUrl}/console/sign-in`);
@@ -163,6 +182,22 @@ async function main() {
         await ownerSignIn(page);
         await page.goto(`${server.url}/account/approvals`);
         await page.locator('.match-code').waitFor();
+      },
+      'owner-path-waiting': async (page) => void (await authorize(page, appQuery)),
+      'owner-path-sign-in': async (page) => {
+        await ownerPath(page);
+        await page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor();
+      },
+      'owner-path-check-mail': async (page) => {
+        await ownerPath(page);
+        await page.getByLabel('Your email address').fill('alice@example.com');
+        await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
+        await page.getByRole('heading', { name: 'Check your mail' }).waitFor();
+      },
+      'owner-path-consent': async (page) => {
+        await ownerSignIn(page);
+        await ownerPath(page);
+        await page.getByRole('button', { name: 'Allow' }).waitFor();
       },
       'portal-sign-in': async (page) => void (await page.goto(`${server.url}/account`)),
       'portal-passkeys': async (page) => {
