@@ -13,10 +13,10 @@ import { type RunningMcpExample, startMcpExample } from '../../examples/mcp-serv
 import { expectAxeCleanEverywhere } from '../helpers/axe.js';
 import { describeInChromium, withVirtualAuthenticator } from '../helpers/chromium.js';
 import { storeName } from '../helpers/database.js';
+import { startDocumentServer } from '../helpers/https-documents.js';
 import { startPortalServer } from '../helpers/owner.js';
 import type { TestServer } from '../helpers/server.js';
 import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
-import { type Listening, startHttpsServer, type TestCertificates, testCertificates } from '../helpers/tls.js';
 
 const describe = describeInChromium('people’s MCP clients in a real browser');
 
@@ -107,8 +107,7 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
   let server: TestServer;
   let issuer: string;
   let mcp: RunningMcpExample;
-  let certs: TestCertificates;
-  let documentHost: Listening;
+  let documents: Awaited<ReturnType<typeof startDocumentServer>>;
 
   beforeAll(async () => {
     browser = await launchChromium();
@@ -120,19 +119,8 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
     mcp = await startMcpExample({ issuer });
     expect((await server.adminCall('POST', '/admin/resources', { resource: mcp.url, name: 'Team notes', scopes: ['email'] })).statusCode).toBe(201);
     // The app's Client ID Metadata Document, over https with the test's CA, which agent-auth trusts.
-    certs = testCertificates();
-    server.services.clientDocuments.ca = certs.ca;
-    documentHost = await startHttpsServer(certs, (req, res) => {
-      const document = {
-        client_id: `https://127.0.0.1:${documentHost.port}${req.url}`,
-        client_name: 'Notes desktop',
-        redirect_uris: ['http://127.0.0.1/callback'],
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'none',
-      };
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'max-age=60' }).end(JSON.stringify(document));
-    });
+    documents = await startDocumentServer();
+    server.services.clientDocuments.ca = documents.ca;
   });
   // Each test's MCP clients and browser, closed even when it fails (an open one would hold the servers' close).
   const opened: { close(): Promise<unknown> }[] = [];
@@ -140,8 +128,7 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
     await Promise.all(opened.splice(0).map((o) => o.close().catch(() => {})));
   });
   afterAll(async () => {
-    await documentHost?.close();
-    certs?.remove();
+    await documents?.close();
     await mcp?.close();
     await server?.close();
     await smtp?.close();
@@ -219,11 +206,20 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
     await ownerWithPasskey(context, page, email);
     const callback = await loopbackCallback();
     opened.push(callback);
-    const documentUrl = `https://127.0.0.1:${documentHost.port}/notes-desktop.json`;
+    const documentUrl = `${documents.origin}/notes-desktop.json`;
+    documents.serve('/notes-desktop.json', {
+      headers: { 'cache-control': 'max-age=60' },
+      body: {
+        client_id: documentUrl,
+        client_name: 'Notes desktop',
+        redirect_uris: ['http://127.0.0.1/callback'],
+        token_endpoint_auth_method: 'none',
+      },
+    });
     const provider = new PersonsAppProvider(page, callback, documentUrl);
     const client = await connect(provider, callback, async () => {
       await page.getByRole('button', { name: 'Sign in as the owner' }).waitFor();
-      expect(await page.locator('#client-id-host').textContent()).toBe(`127.0.0.1:${documentHost.port}`);
+      expect(await page.locator('#client-id-host').textContent()).toBe(new URL(documents.origin).host);
       expect(await page.locator('#resource-name').textContent()).toBe('Team notes');
       await expectAxeCleanEverywhere(page, 'owner-path-waiting');
       await page.getByRole('button', { name: 'Sign in as the owner' }).click();
@@ -231,7 +227,7 @@ describe(`a person's MCP client signs in through the owner, in Chromium (${store
       await expectAxeCleanEverywhere(page, 'owner-path-sign-in');
       await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
       await page.getByRole('button', { name: 'Allow' }).waitFor();
-      expect(await page.locator('h1').textContent()).toBe(`Let Notes desktop (127.0.0.1:${documentHost.port}) act as your agent at Team notes?`);
+      expect(await page.locator('h1').textContent()).toBe(`Let Notes desktop (${new URL(documents.origin).host}) act as your agent at Team notes?`);
       await expectAxeCleanEverywhere(page, 'owner-path-consent');
       await page.getByLabel('Name of the agent').fill('Notes on my laptop');
       await page.getByRole('button', { name: 'Allow' }).click();

@@ -78,6 +78,14 @@ async function signInByLink(server: TestServer, smtp: TestSmtp, browser: Awaited
 describe(`the owner path of the authorization page (${storeName})`, () => {
   const started = serverWithMail();
 
+  /** A new owner's sign-in, by email link, up to the question. */
+  async function askedByLink() {
+    const { server, smtp } = started;
+    const email = newEmail();
+    const browser = await ownerBrowser(server, await registerClient(server));
+    return { server, smtp, email, browser, question: await signInByLink(server, smtp, browser, email) };
+  }
+
   it('offers "Sign in as the owner" to public clients and flagged websites only', async () => {
     const { server } = started;
     const button = /<button class="primary" type="submit">Sign in as the owner<\/button>/;
@@ -115,6 +123,8 @@ describe(`the owner path of the authorization page (${storeName})`, () => {
     expect(location.searchParams.get('iss')).toBe(ISSUER);
     const tokens = await exchangeCode(server, client, location.searchParams.get('code')!, browser.verifier);
     expect(tokens.statusCode).toBe(200);
+    // The owner hears of the first sign-in, as of any agent's at a new website.
+    expect((await smtp.next(email, 5000, (m) => m.subject === 'My notes signed in to Notes app')).text).toContain('Notes app');
 
     const owner = await signInOwner(server.app, smtp, email);
     const agents = (await owner.call('GET', '/account/api/agents')).json().agents;
@@ -148,11 +158,7 @@ describe(`the owner path of the authorization page (${storeName})`, () => {
   });
 
   it('Deny sends the client access_denied, and the sign-in ends', async () => {
-    const { server, smtp } = started;
-    const email = newEmail();
-    const client = await registerClient(server);
-    const browser = await ownerBrowser(server, client);
-    const question = await signInByLink(server, smtp, browser, email);
+    const { server, smtp, email, browser, question } = await askedByLink();
     const denied = await browser.post('/authorize/owner/decision', { csrf_token: csrfOf(question), decision: 'deny' });
     expect(denied.statusCode).toBe(303);
     const location = new URL(denied.headers.location as string);
@@ -166,11 +172,7 @@ describe(`the owner path of the authorization page (${storeName})`, () => {
   });
 
   it('refuses another browser, a foreign origin, a missing form token and a stale owner session', async () => {
-    const { server, smtp } = started;
-    const email = newEmail();
-    const client = await registerClient(server);
-    const browser = await ownerBrowser(server, client);
-    const question = await signInByLink(server, smtp, browser, email);
+    const { server, browser, question } = await askedByLink();
     const csrf = csrfOf(question);
 
     // Another browser (no binding cookie) holding the owner's session still gets nowhere.
