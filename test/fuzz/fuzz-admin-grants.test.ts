@@ -49,7 +49,7 @@ const GRANT_VIEW = [
   'revoked_reason',
   'scope',
 ];
-const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name', 'secret_enabled'];
+const AGENT_VIEW = ['active', 'agent_id', 'client_id', 'created_at', 'email', 'kind', 'name', 'secret_enabled'];
 const CLIENT_AGENT_VIEW = ['agent_id', 'email', 'grants', 'last_active_at', 'models', 'name'];
 const EVENT_VIEW = ['actor', 'agent_id', 'at', 'client_id', 'detail', 'email', 'event', 'grant_id', 'id', 'model', 'reason', 'request_id', 'user_id'];
 

@@ -99,11 +99,12 @@ const CLIENT_VIEW = [
   'dpop_bound_access_tokens',
   'id_token_signed_response_alg',
   'name',
+  'owner_sign_in',
   'redirect_uris',
   'registration',
   'token_endpoint_auth_method',
 ];
-const AGENT_VIEW = ['active', 'agent_id', 'created_at', 'email', 'name', 'secret_enabled'];
+const AGENT_VIEW = ['active', 'agent_id', 'client_id', 'created_at', 'email', 'kind', 'name', 'secret_enabled'];
 
 const json = (value: unknown): Body => ({ kind: 'json', value, contentType: 'application/json' });
 

@@ -212,8 +212,8 @@ describe(`the owner path of the authorization page (${storeName})`, () => {
 });
 
 describe(`the owner path without sign-up (${storeName})`, () => {
-  it('mails no link to an address nobody owns, and answers the same', async () => {
-    const { server, smtp } = await startServerWithMail({ OWNER_SIGNUP: 'false', RATE_LIMIT_EMAIL_LINK_PER_IP: '1000' });
+  it('mails no link to an address nobody owns, answers the same, and limits the links asked for per address', async () => {
+    const { server, smtp } = await startServerWithMail({ OWNER_SIGNUP: 'false', RATE_LIMIT_EMAIL_LINK_PER_IP: '2' });
     try {
       const client = await registerClient(server);
       const known = newEmail();
@@ -234,6 +234,11 @@ describe(`the owner path without sign-up (${storeName})`, () => {
       expect(answers[0]).toBe(answers[1]);
       await smtp.next(known, 5000);
       expect(smtp.received.map((m) => m.to)).toEqual([known]);
+      // The portal's budget of links per address holds here too.
+      const third = await ownerBrowser(server, client);
+      const limited = await third.post('/authorize/owner/email-link', { csrf_token: csrfOf(await third.page()), email: known });
+      expect(limited.statusCode).toBe(429);
+      expect(limited.headers['retry-after']).toBeDefined();
     } finally {
       await closeServerWithMail({ smtp, server });
     }
