@@ -151,10 +151,17 @@ describe(`the owner path of the authorization page (${storeName})`, () => {
     expect(passed.statusCode).toBe(303);
     const code = new URL(passed.headers.location as string).searchParams.get('code')!;
     const second = await exchangeCode(server, client, code, again.verifier);
-    const secondSub = (
-      await server.app.inject({ method: 'POST', url: '/introspect', payload: { token: second.json().access_token, client_id: client.client_id } })
-    ).json().sub;
-    expect(secondSub).toBe(made.agent_id);
+    const introspect = async (token: string) =>
+      (await server.app.inject({ method: 'POST', url: '/introspect', payload: { token, client_id: client.client_id } })).json();
+    expect((await introspect(second.json().access_token)).sub).toBe(made.agent_id);
+
+    // The owner's kill switch ends the client's tokens at once, as any agent's.
+    expect((await owner.call('POST', '/account/api/revoke-all')).statusCode).toBe(204);
+    expect(await introspect(second.json().access_token)).toEqual({ active: false });
+    expect(
+      (await postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: second.json().refresh_token, client_id: client.client_id }))
+        .statusCode,
+    ).toBe(400);
   });
 
   it('Deny sends the client access_denied, and the sign-in ends', async () => {
