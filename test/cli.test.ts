@@ -124,6 +124,8 @@ describe(`agent-auth CLI against a running server (${storeName})`, { timeout: 12
       name: 'Claude',
       active: true,
       secret_enabled: true,
+      client_id: null,
+      kind: 'agent',
       created_at: fields.created_at,
     });
   });
