@@ -9,6 +9,9 @@ import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schem
 
 const idTokenAlg = z.enum(SIGNING_ALGS);
 const dpopBound = z.boolean().describe('true: the website must use DPoP (RFC 9449 §5.2); its token requests without a DPoP proof are refused');
+const dpopNonce = z
+  .boolean()
+  .describe('true: its DPoP proofs must carry a server nonce (RFC 9449 §8), at /token and at /userinfo for its tokens; use_dpop_nonce hands one out');
 
 /** A website's registration, as the admin API and the console take it. */
 export const clientCreate = z.strictObject({
@@ -17,6 +20,7 @@ export const clientCreate = z.strictObject({
   id_token_signed_response_alg: idTokenAlg.optional(),
   backchannel_logout_uri: redirectUri.optional(),
   dpop_bound_access_tokens: dpopBound.optional(),
+  dpop_nonce_required: dpopNonce.optional(),
 });
 // null clears an optional field: the server's default algorithm, no back-channel logout.
 export const clientPatch = atLeastOne(
@@ -26,6 +30,7 @@ export const clientPatch = atLeastOne(
     id_token_signed_response_alg: idTokenAlg.nullable().optional(),
     backchannel_logout_uri: redirectUri.nullable().optional(),
     dpop_bound_access_tokens: dpopBound.optional(),
+    dpop_nonce_required: dpopNonce.optional(),
     active: z.boolean().optional(),
   }),
 );

@@ -44,6 +44,7 @@ export const clientView = z.object({
   registration: z.enum(['admin', 'metadata_document', 'dynamic']).describe('who registered it: an operator, its own document, itself (RFC 7591)'),
   token_endpoint_auth_method: z.enum(['client_secret_post', 'none', 'private_key_jwt']),
   dpop_bound_access_tokens: z.boolean(),
+  dpop_nonce_required: z.boolean(),
   active: z.boolean(),
   created_at: z.date(),
 });

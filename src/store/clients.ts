@@ -19,6 +19,8 @@ export interface Client {
   backchannel_logout_uri: string | null;
   /** It must use DPoP (RFC 9449 §5.2): its token requests without a proof are refused. */
   dpop_bound_access_tokens: boolean;
+  /** Its DPoP proofs must carry a server nonce (RFC 9449 §8), at /token and at /userinfo for its tokens. */
+  dpop_nonce_required: boolean;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -51,7 +53,7 @@ export interface ClientWithSecretHash extends Client {
 }
 
 const COLUMNS =
-  'id AS client_id, name, redirect_uris, registration, token_endpoint_auth_method, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, active, created_at, updated_at';
+  'id AS client_id, name, redirect_uris, registration, token_endpoint_auth_method, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, dpop_nonce_required, active, created_at, updated_at';
 
 /** What a registration sets; in a patch, null clears an optional field. */
 export interface ClientFields {
@@ -60,6 +62,7 @@ export interface ClientFields {
   id_token_signed_response_alg?: SigningAlg | null;
   backchannel_logout_uri?: string | null;
   dpop_bound_access_tokens?: boolean;
+  dpop_nonce_required?: boolean;
 }
 
 // Clients without a shared secret: the digest of one nobody is ever told (migrations/061).
@@ -70,8 +73,8 @@ export function createClientStore(db: Db) {
     async create(input: ClientFields) {
       const clientSecret = generateSecret('aa_cs');
       const { rows } = await db.query<Client>(
-        `INSERT INTO clients (id, name, secret_hash, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens)
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+        `INSERT INTO clients (id, name, secret_hash, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, dpop_nonce_required)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
         [
           generateId('client'),
           input.name,
@@ -80,6 +83,7 @@ export function createClientStore(db: Db) {
           input.id_token_signed_response_alg ?? null,
           input.backchannel_logout_uri ?? null,
           input.dpop_bound_access_tokens ?? false,
+          input.dpop_nonce_required ?? false,
         ],
       );
       return { ...rows[0], client_secret: clientSecret };
@@ -107,7 +111,8 @@ export function createClientStore(db: Db) {
            active = coalesce($4, active),
            id_token_signed_response_alg = CASE WHEN $5 THEN $6 ELSE id_token_signed_response_alg END,
            backchannel_logout_uri = CASE WHEN $7 THEN $8 ELSE backchannel_logout_uri END,
-           dpop_bound_access_tokens = coalesce($9, dpop_bound_access_tokens), updated_at = now()
+           dpop_bound_access_tokens = coalesce($9, dpop_bound_access_tokens),
+           dpop_nonce_required = coalesce($10, dpop_nonce_required), updated_at = now()
          WHERE id = $1 RETURNING ${COLUMNS}`,
         [
           id,
@@ -119,6 +124,7 @@ export function createClientStore(db: Db) {
           patch.backchannel_logout_uri !== undefined,
           patch.backchannel_logout_uri ?? null,
           patch.dpop_bound_access_tokens ?? null,
+          patch.dpop_nonce_required ?? null,
         ],
       );
       return rows[0] as Client | undefined;
