@@ -6,8 +6,9 @@
  * are recorded in the store together (src/dpop/proofs.ts). The store's own CPU (the PostgreSQL backend
  * that records them) is not in this figure: see bench/results/*-dpop.md and *-hot-paths.md.
  *
- *   npx tsx bench/dpop-userinfo.ts [requests] [concurrency]                        # PGlite
  *   TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx tsx bench/dpop-userinfo.ts [requests] [concurrency]
+ *
+ * PostgreSQL only: the test helpers take PGlite's template database from vitest, which runs no bench.
  */
 import { loadavg } from 'node:os';
 import { ProofVerifier } from '../src/dpop/proof.js';
