@@ -14,6 +14,7 @@ import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import type { Db } from '../src/db/types.js';
 import { type BenchStore, cacheFillClient, pgliteStore, postgresStore, seedCacheFill, seedLargeStore, type StoreKind } from './lib/database.js';
+import { guard, GUARDED } from './lib/guard.js';
 import { expectStatus, FORM } from './lib/http.js';
 import { hammer, inParallel, type LoadOptions, loop, type Measurement, refreshChain, type Target } from './lib/load.js';
 import {
@@ -55,15 +56,21 @@ const { values: args } = parseArgs({
     server: { type: 'string' },
     // Runs our server under --cpu-prof and prints where its time went.
     profile: { type: 'boolean', default: false },
+    // A short run of the hot paths beside the bare route, failing when one falls below 0.8 of the figure
+    // recorded in bench/results/guard.json for this machine class (--record writes that figure).
+    guard: { type: 'boolean', default: false },
+    record: { type: 'boolean', default: false },
+    // Grants held in the "cache full" run (GRANT_CACHE_SIZE of that server); default: the setting's default.
+    'cache-size': { type: 'string' },
   },
 });
 
 const serverDir = args.server ? `${args.server.replace(/\/$/, '')}/` : root;
 const smoke = args.smoke;
-const onlyOps = args.only?.split(',').map((s) => s.trim());
+const onlyOps = args.guard ? ['ceiling', ...GUARDED] : args.only?.split(',').map((s) => s.trim());
 const only = (op: string) => !onlyOps || onlyOps.includes(op);
 const load: LoadOptions = {
-  durationSeconds: Number(args.duration ?? (smoke ? 2 : 10)),
+  durationSeconds: Number(args.duration ?? (smoke ? 2 : args.guard ? 5 : 10)),
   connections: Number(args.connections ?? (smoke ? 4 : 10)),
 };
 const codeCount = Number(args.codes ?? (smoke ? 50 : 3000));
@@ -110,9 +117,21 @@ function serverArgs(): string[] {
  * One of our servers on `port` (its admin listener on the next port) over the store's `location`:
  * the process, and the base URLs of both listeners.
  */
-async function startOurs(name: string, port: number, location: { url?: string; dataDir?: string }, nodeFlags: string[] = []) {
+async function startOurs(
+  name: string,
+  port: number,
+  location: { url?: string; dataDir?: string },
+  nodeFlags: string[] = [],
+  env: Record<string, string> = {},
+) {
   const base = `http://127.0.0.1:${port}`;
-  const server = await startProcess(name, process.execPath, [...nodeFlags, ...serverArgs()], ourEnv(port, port + 1, location), `${base}/healthz`);
+  const server = await startProcess(
+    name,
+    process.execPath,
+    [...nodeFlags, ...serverArgs()],
+    { ...ourEnv(port, port + 1, location), ...env },
+    `${base}/healthz`,
+  );
   return { server, base, adminBase: `http://127.0.0.1:${port + 1}` };
 }
 
@@ -293,16 +312,16 @@ async function benchLarge(store: BenchStore, report: Partial<StoreReport>) {
 }
 
 /**
- * Memory with the grant cache full at its default size: as many websites, each with a grant of one
+ * Memory with the grant cache full (at its default size, or `--cache-size`): as many websites, each with a grant of one
  * agent, are seeded in SQL; each grant's refresh token is exchanged once over HTTP for a real access
  * token; then introspection (each website asking about its own token) and userinfo cycle through
  * all of them, so that every grant, client and verified token is held at once. PostgreSQL only
  * (seeding beside a running server).
  */
 async function benchCacheFull(store: BenchStore, report: Partial<StoreReport>) {
-  const size = defaultOf('GRANT_CACHE_SIZE');
+  const size = Number(args['cache-size'] ?? defaultOf('GRANT_CACHE_SIZE'));
   const location = store.location('cache_full');
-  const { server, base, adminBase } = await startOurs('cache full', PORTS.cacheFull, location);
+  const { server, base, adminBase } = await startOurs('cache full', PORTS.cacheFull, location, [], { GRANT_CACHE_SIZE: String(size) });
   try {
     const { agent } = await registerOurs(adminBase);
     log(`  seeding ${size.toLocaleString('en')} websites and grants, one access token each`);
@@ -449,6 +468,11 @@ async function benchStore(kind: StoreKind): Promise<StoreReport | undefined> {
         log('ours and node-oidc-provider in memory, in turns');
         await benchHeadToHead(store, report);
       }
+      if (args.guard) {
+        const { lines, held } = guard(`${root}bench/results/guard.json`, kind, report.ceiling!, report.ours!, args.record);
+        log(`\nguard (${kind}):\n${lines.join('\n')}`);
+        if (!held) process.exitCode = 1;
+      }
       return undefined;
     }
     log('round trips (in process, counting Db)');
@@ -503,4 +527,4 @@ for (const kind of stores) {
   log(`written to ${writeReport(args.out, report)}.{md,json}`);
 }
 // Keep-alive sockets of fetch would hold the process open for a few seconds more.
-process.exit(0);
+process.exit(process.exitCode ?? 0);

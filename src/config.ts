@@ -362,8 +362,8 @@ const envSchema = z.object({
     .default('off')
     .meta(
       about(
-        '`on`: every DPoP proof at `/token` and `/userinfo` must carry a server nonce (`use_dpop_nonce` hands one out).',
-        '`on`: every DPoP proof (RFC 9449) at `/token` and `/userinfo` must carry a nonce this server issued (§8, §9): a proof without one, or with an old one, is refused with `use_dpop_nonce` and a fresh nonce in the `DPoP-Nonce` header, which clients such as openid-client retry with on their own. Nonces are derived from a secret every instance reads from the store and change every 5 minutes, so a proof signed in advance is useless. `off`: proofs are checked by their `iat` alone. See docs/protocol.md, "DPoP".',
+        '`on`: every DPoP proof at `/token` and `/userinfo` must carry a server nonce (`use_dpop_nonce` hands one out); `off`: only those of websites registered with `dpop_nonce_required`.',
+        '`on`: every DPoP proof (RFC 9449) at `/token` and `/userinfo` must carry a nonce this server issued (§8, §9): a proof without one, or with an old one, is refused with `use_dpop_nonce` and a fresh nonce in the `DPoP-Nonce` header, which clients such as openid-client retry with on their own. Nonces are derived from a secret every instance reads from the store and change every 5 minutes, so a proof signed in advance is useless. `off`: only websites registered with `dpop_nonce_required` demand them (at `/token`, and at `/userinfo` for their tokens); the others\' proofs are checked by their `iat` alone. See docs/protocol.md, "DPoP".',
       ),
     ),
   TRUST_PROXY: trustProxy

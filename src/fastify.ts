@@ -124,16 +124,16 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
   app.decorate('services', services);
   // Logs carry the same id as `reqId`: a caller quoting the header finds its request.
   // Callback-style hooks here and below: every request runs them, and an async hook costs a promise.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id);
-    done();
-  });
   // While draining, answers close their connection: one kept alive after closing began would hold
   // the shutdown until its keep-alive timeout.
   let closing = false;
   app.addHook('preClose', async () => void (closing = true));
-  // One that arrives while the listener closes: the balancer should send it elsewhere, so say when to retry.
-  app.addHook('onRequest', (_request, _reply, done) => done(closing ? new ServiceUnavailable('the server is shutting down; try again') : undefined));
+  // One hook for both: the request id, and for one that arrives while the listener closes, a 503 (the
+  // balancer should send it elsewhere, so say when to retry).
+  app.addHook('onRequest', (request, reply, done) => {
+    reply.header('x-request-id', request.id);
+    done(closing ? new ServiceUnavailable('the server is shutting down; try again') : undefined);
+  });
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
     done(null, payload);

@@ -86,7 +86,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     // The configured secrets, or else the one kept in the store (generated on first start).
     const keyring = keyringFrom(config.jwtSecrets.length > 0 ? config.jwtSecrets : [await store.serverKeys.jwtSecret(randomToken(48))]);
     // The nonces' secret is shared through the store, so that every instance accepts every instance's nonces.
-    const nonces = config.dpopNonce ? new DpopNonces(await store.serverKeys.dpopNonceSecret(randomToken(32))) : undefined;
+    const nonces = new DpopNonces(await store.serverKeys.dpopNonceSecret(randomToken(32)));
     const events = new Events();
     writeAuditLogLines(events);
     countEvents(events, metrics);

@@ -402,13 +402,14 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
     expect(await jwks()).toEqual([current, first]);
   });
 
-  it('registers a website’s ID token algorithm, logout URI and owner sign-in, lists failed logout deliveries and retries one', async () => {
+  it('registers a website’s ID token algorithm, logout URI, owner sign-in and DPoP settings, lists failed logout deliveries and retries one', async () => {
     const { server } = local;
     const cli = (args: string[]) => finished(spawnBuilt('cli', ['--url', server.adminUrl, ...args], { ADMIN_TOKEN: adminToken }));
     const created = await cli([
       '--json',
       ...['clients', 'create', '--name', 'Logout shop', '--redirect-uri', 'https://shop.example/cb'],
       ...['--id-token-alg', 'EdDSA', '--backchannel-logout-uri', 'https://shop.example/logout', '--owner-sign-in', 'true'],
+      ...['--dpop-bound', 'true', '--dpop-nonce', 'true'],
     ]);
     expect(created.code, created.stderr).toBe(0);
     const client = JSON.parse(created.stdout);
@@ -416,10 +417,20 @@ describe(`agent-auth keys (${storeName})`, { timeout: 120_000 }, () => {
       id_token_signed_response_alg: 'EdDSA',
       backchannel_logout_uri: 'https://shop.example/logout',
       owner_sign_in: true,
+      dpop_bound_access_tokens: true,
+      dpop_nonce_required: true,
     });
-    const cleared = await cli(['--json', 'clients', 'update', client.client_id, '--id-token-alg', 'default', '--backchannel-logout-uri', 'none']);
+    const cleared = await cli([
+      ...['--json', 'clients', 'update', client.client_id, '--id-token-alg', 'default', '--backchannel-logout-uri', 'none'],
+      ...['--dpop-bound', 'false', '--dpop-nonce', 'false'],
+    ]);
     expect(cleared.code, cleared.stderr).toBe(0);
-    expect(JSON.parse(cleared.stdout)).toMatchObject({ id_token_signed_response_alg: 'RS256', backchannel_logout_uri: null });
+    expect(JSON.parse(cleared.stdout)).toMatchObject({
+      id_token_signed_response_alg: 'RS256',
+      backchannel_logout_uri: null,
+      dpop_bound_access_tokens: false,
+      dpop_nonce_required: false,
+    });
 
     // A delivery given up after an hour of refusals, as the sender leaves it.
     await server.services.db.query(

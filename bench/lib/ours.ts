@@ -44,6 +44,9 @@ export function ourEnv(port: number, adminPort: number, database: { url?: string
     RATE_LIMIT_CHECK_STATUS_PER_IP: '0',
     RATE_LIMIT_AUTHENTICATE_PER_IP: '0',
     RATE_LIMIT_AUTHENTICATE_PER_AGENT: '0',
+    // Every connection comes from this one address: autocannon's, and the keep-alive sockets that fetch
+    // left open while the run prepared its tokens (the cap refused some of autocannon's, counted as errors).
+    MAX_CONNECTIONS_PER_IP: '0',
     ...(database.url ? { DATABASE_URL: database.url } : { DATA_DIR: database.dataDir! }),
   };
 }

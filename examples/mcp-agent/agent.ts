@@ -22,7 +22,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 export async function connectAsAgent(mcpUrl: string, agent: AgentAuthClient, options?: AgentOAuthProviderOptions) {
   const provider = agentOAuthProvider(agent, options);
   const client = new Client({ name: 'agent-auth example agent', version: '1.0.0' });
-  const transport = () => new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider });
+  // The provider's fetch adds DPoP proofs when it was asked to bind the tokens (options.dpop).
+  const transport = () => new StreamableHTTPClientTransport(new URL(mcpUrl), { authProvider: provider, fetch: provider.fetch });
   const first = transport();
   try {
     await client.connect(first);

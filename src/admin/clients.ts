@@ -12,6 +12,9 @@ const dpopBound = z.boolean().describe('true: the website must use DPoP (RFC 944
 const ownerSignIn = z
   .boolean()
   .describe('true: its authorization page offers "Sign in as the owner" to the person in front of it (docs/protocol.md, "People\'s MCP clients")');
+const dpopNonce = z
+  .boolean()
+  .describe('true: its DPoP proofs must carry a server nonce (RFC 9449 §8), at /token and at /userinfo for its tokens; use_dpop_nonce hands one out');
 
 /** A website's registration, as the admin API and the console take it. */
 export const clientCreate = z.strictObject({
@@ -21,6 +24,7 @@ export const clientCreate = z.strictObject({
   backchannel_logout_uri: redirectUri.optional(),
   dpop_bound_access_tokens: dpopBound.optional(),
   owner_sign_in: ownerSignIn.optional(),
+  dpop_nonce_required: dpopNonce.optional(),
 });
 // null clears an optional field: the server's default algorithm, no back-channel logout.
 export const clientPatch = atLeastOne(
@@ -31,6 +35,7 @@ export const clientPatch = atLeastOne(
     backchannel_logout_uri: redirectUri.nullable().optional(),
     dpop_bound_access_tokens: dpopBound.optional(),
     owner_sign_in: ownerSignIn.optional(),
+    dpop_nonce_required: dpopNonce.optional(),
     active: z.boolean().optional(),
   }),
 );

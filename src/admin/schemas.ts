@@ -45,6 +45,7 @@ export const clientView = z.object({
   token_endpoint_auth_method: z.enum(['client_secret_post', 'none', 'private_key_jwt']),
   dpop_bound_access_tokens: z.boolean(),
   owner_sign_in: z.boolean().describe('a website that offers the owner path on its authorization page (public clients offer it without the flag)'),
+  dpop_nonce_required: z.boolean(),
   active: z.boolean(),
   created_at: z.date(),
 });

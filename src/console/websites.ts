@@ -65,6 +65,7 @@ export default async function websitePages(app: FastifyInstance) {
         // An unchecked box sends nothing.
         dpop_bound_access_tokens: body.dpop_bound_access_tokens === 'true',
         owner_sign_in: body.owner_sign_in === 'true',
+        dpop_nonce_required: body.dpop_nonce_required === 'true',
         // OpenID Connect mode's fields; empty clears them (the default algorithm, no back-channel logout).
         ...(config.idTokenSigningAlg
           ? {

@@ -93,23 +93,26 @@ export function normaliseHtu(value: string): string | undefined {
   return `${url.protocol}//${url.host}${normalisePercent(url.pathname)}`;
 }
 
-function decodeJson(part: string): Record<string, unknown> {
-  const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString());
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ProofProblem('the proof is not a JWT');
-  return value as Record<string, unknown>;
-}
-
 const isString = (value: unknown): value is string => typeof value === 'string';
+
+/** A proof's header once checked: its key's thumbprint, the key, and the check of a signature by it. */
+interface CheckedHeader {
+  jkt: string;
+  key: KeyObject;
+  verify(key: KeyObject, data: Buffer, signature: Buffer): boolean;
+}
 
 /**
  * Checks DPoP proofs (RFC 9449 §4.3) but for the nonce and replay, which need the server's state
- * (src/dpop/proofs.ts). Public keys are parsed once per key: an LRU of `cacheSize` keyed by thumbprint.
+ * (src/dpop/proofs.ts). A client's proofs share one header (typ, alg and its key), so each header is
+ * checked and its key parsed once: an LRU of `cacheSize` keyed by the encoded header. What varies per
+ * proof, the claims and the signature, is checked every time.
  */
 export class ProofVerifier {
-  private readonly keys: LRUCache<string, KeyObject>;
+  private readonly headers: LRUCache<string, CheckedHeader>;
 
   constructor(cacheSize: number) {
-    this.keys = new LRUCache({ max: Math.max(1, cacheSize) });
+    this.headers = new LRUCache({ max: Math.max(1, cacheSize) });
   }
 
   /** The proof's claims if it is a well-formed proof for `target`, signed by the key it carries; throws ProofProblem otherwise. */
@@ -117,27 +120,19 @@ export class ProofVerifier {
     if (proof.length > MAX_PROOF_LENGTH) throw new ProofProblem('the proof is too long');
     const parts = proof.split('.');
     if (parts.length !== 3 || !parts.every((p) => /^[\w-]+$/.test(p))) throw new ProofProblem('the proof is not a JWT');
-    let header: Record<string, unknown>;
-    let claims: Record<string, unknown>;
-    try {
-      header = decodeJson(parts[0]);
-      claims = decodeJson(parts[1]);
-    } catch {
-      throw new ProofProblem('the proof is not a JWT');
+    const [encodedHeader, encodedClaims, signature] = parts;
+    let header = this.headers.get(encodedHeader);
+    if (!header) {
+      header = checkHeader(decodePart(encodedHeader));
+      this.headers.set(encodedHeader, header);
     }
-    if (header.typ !== 'dpop+jwt') throw new ProofProblem('the proof\'s typ must be "dpop+jwt"');
-    const alg = header.alg as DpopAlg;
-    if (!isString(alg) || !Object.hasOwn(ALGORITHMS, alg)) throw new ProofProblem(`the proof's alg must be one of ${DPOP_ALGS.join(', ')}`);
-    if (header.crit !== undefined) throw new ProofProblem('the proof must not carry crit');
-    const { jwk } = header;
-    if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw new ProofProblem('the proof must carry its public key as jwk');
-    const jkt = this.verifySignature(alg, jwk as Record<string, unknown>, parts);
-
-    const { jti, htm, htu, iat, ath, nonce } = claims;
+    const { jti, htm, htu, iat, ath, nonce } = decodePart(encodedClaims);
     if (!isString(jti) || jti.length === 0 || jti.length > MAX_JTI_LENGTH)
       throw new ProofProblem(`the proof's jti must be 1 to ${MAX_JTI_LENGTH} characters`);
     if (htm !== target.method) throw new ProofProblem(`the proof's htm must be ${target.method}`);
-    if (!isString(htu) || normaliseHtu(htu) !== normaliseHtu(target.url)) throw new ProofProblem(`the proof's htu must be ${target.url}`);
+    // Clients usually send the URL as we spell it: the exact match spares parsing both.
+    if (!isString(htu) || (htu !== target.url && normaliseHtu(htu) !== normaliseHtu(target.url)))
+      throw new ProofProblem(`the proof's htu must be ${target.url}`);
     if (typeof iat !== 'number' || !Number.isInteger(iat)) throw new ProofProblem("the proof's iat must be a number of seconds");
     if (iat < target.now - PROOF_MAX_AGE_SECONDS) throw new ProofProblem(`the proof is older than ${PROOF_MAX_AGE_SECONDS} seconds`);
     if (iat > target.now + PROOF_CLOCK_SKEW_SECONDS) throw new ProofProblem("the proof's iat is in the future");
@@ -145,33 +140,48 @@ export class ProofVerifier {
       throw new ProofProblem("the proof's ath must be the SHA-256 hash of the access token");
     }
     if (nonce !== undefined && !isString(nonce)) throw new ProofProblem("the proof's nonce must be a string");
-    return { jkt, jti, iat, nonce };
-  }
-
-  /** Checks the key against the algorithm and the signature against the key; returns the key's thumbprint. */
-  private verifySignature(alg: DpopAlg, jwk: Record<string, unknown>, [header, payload, signature]: string[]): string {
-    const algorithm = ALGORITHMS[alg];
-    if (PRIVATE_MEMBERS.some((m) => Object.hasOwn(jwk, m))) throw new ProofProblem('the proof must carry a public key, never a private one');
-    if (jwk.kty !== algorithm.kty || (algorithm.crv !== undefined && jwk.crv !== algorithm.crv)) {
-      throw new ProofProblem(`the proof's key does not fit ${alg}`);
-    }
-    if (!algorithm.members.every((m) => isString(jwk[m]))) throw new ProofProblem("the proof's key is incomplete");
-    const jkt = jwkThumbprint(jwk, algorithm.members);
-    let key = this.keys.get(jkt);
-    if (!key) {
-      try {
-        key = createPublicKey({ key: Object.fromEntries(algorithm.members.map((m) => [m, jwk[m]])), format: 'jwk' });
-      } catch {
-        throw new ProofProblem("the proof's key is not a valid public key");
-      }
-      if (algorithm.kty === 'RSA' && (key.asymmetricKeyDetails?.modulusLength ?? 0) < MIN_RSA_BITS) {
-        throw new ProofProblem(`the proof's RSA key must have at least ${MIN_RSA_BITS} bits`);
-      }
-      this.keys.set(jkt, key);
-    }
-    if (!algorithm.check(key, Buffer.from(`${header}.${payload}`), Buffer.from(signature, 'base64url'))) {
+    // The signature last: the one costly step, spared to proofs that fail the checks above.
+    if (!header.verify(header.key, Buffer.from(`${encodedHeader}.${encodedClaims}`), Buffer.from(signature, 'base64url'))) {
       throw new ProofProblem("the proof's signature does not verify");
     }
-    return jkt;
+    return { jkt: header.jkt, jti, iat, nonce };
   }
+}
+
+/** A JSON object in base64url, as a JWT's header and claims are. */
+function decodePart(part: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(part, 'base64url').toString());
+  } catch {
+    throw new ProofProblem('the proof is not a JWT');
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ProofProblem('the proof is not a JWT');
+  return value as Record<string, unknown>;
+}
+
+/** Checks a proof's header (typ, alg, crit, and the key against the algorithm); returns what checking its signature needs. */
+function checkHeader(header: Record<string, unknown>): CheckedHeader {
+  if (header.typ !== 'dpop+jwt') throw new ProofProblem('the proof\'s typ must be "dpop+jwt"');
+  const alg = header.alg as DpopAlg;
+  if (!isString(alg) || !Object.hasOwn(ALGORITHMS, alg)) throw new ProofProblem(`the proof's alg must be one of ${DPOP_ALGS.join(', ')}`);
+  if (header.crit !== undefined) throw new ProofProblem('the proof must not carry crit');
+  const jwk = header.jwk as Record<string, unknown>;
+  if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw new ProofProblem('the proof must carry its public key as jwk');
+  const algorithm = ALGORITHMS[alg];
+  if (PRIVATE_MEMBERS.some((m) => Object.hasOwn(jwk, m))) throw new ProofProblem('the proof must carry a public key, never a private one');
+  if (jwk.kty !== algorithm.kty || (algorithm.crv !== undefined && jwk.crv !== algorithm.crv)) {
+    throw new ProofProblem(`the proof's key does not fit ${alg}`);
+  }
+  if (!algorithm.members.every((m) => isString(jwk[m]))) throw new ProofProblem("the proof's key is incomplete");
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: Object.fromEntries(algorithm.members.map((m) => [m, jwk[m]])), format: 'jwk' });
+  } catch {
+    throw new ProofProblem("the proof's key is not a valid public key");
+  }
+  if (algorithm.kty === 'RSA' && (key.asymmetricKeyDetails?.modulusLength ?? 0) < MIN_RSA_BITS) {
+    throw new ProofProblem(`the proof's RSA key must have at least ${MIN_RSA_BITS} bits`);
+  }
+  return { jkt: jwkThumbprint(jwk, algorithm.members), key, verify: algorithm.check };
 }

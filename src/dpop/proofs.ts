@@ -16,50 +16,100 @@ export interface ProofRequest {
   accessToken?: string;
 }
 
+/** A proof that passed every check but the website's own demand of a nonce (src/dpop/proofs.ts, `demandNonce`). */
+export interface AcceptedProof extends CheckedProof {
+  /** Whether it carried a nonce of ours that is still good (§8). */
+  nonced: boolean;
+}
+
 export interface DpopDeps {
   config: Pick<Config, 'issuer' | 'dpopNonce'>;
   store: Pick<Store, 'dpopProofs'>;
 }
 
 /**
+ * Proofs recorded in the store in batches, so that a replay fails on every instance (RFC 9449 §11.1)
+ * without a round trip per proof: at most one statement is in flight per process, and the proofs that
+ * arrive meanwhile go together in the next one (bench/results/2026-11-28-hot-paths.md, "DPoP").
+ */
+class SharedSpends {
+  private pending?: { hashes: string[]; until: number[]; spent: Promise<Set<string>>; settle(spent: Promise<Set<string>>): void };
+  private flushing = false;
+
+  constructor(private readonly store: Pick<Store, 'dpopProofs'>) {}
+
+  /** Records `hash` until `until` (seconds since the epoch); false when some instance had recorded it already. */
+  async spend(hash: string, until: number): Promise<boolean> {
+    if (!this.pending) {
+      let settle!: (spent: Promise<Set<string>>) => void;
+      const spent = new Promise<Set<string>>((resolve) => (settle = resolve));
+      this.pending = { hashes: [], until: [], spent, settle };
+      if (!this.flushing) {
+        this.flushing = true;
+        // The next turn of the event loop: the proofs of requests parsed in this one join the batch.
+        setImmediate(() => void this.flush());
+      }
+    }
+    const batch = this.pending;
+    batch.hashes.push(hash);
+    batch.until.push(until);
+    return (await batch.spent).has(hash);
+  }
+
+  private async flush() {
+    while (this.pending) {
+      const batch = this.pending;
+      this.pending = undefined;
+      const spent = this.store.dpopProofs.spend(batch.hashes, batch.until);
+      batch.settle(spent);
+      await spent.catch(() => undefined);
+    }
+    this.flushing = false;
+  }
+}
+
+/**
  * The whole check of a DPoP header (RFC 9449 §4.3): the proof itself (src/dpop/proof.ts), the server
- * nonce when DPOP_NONCE=on (§8, §9), and replay (§11.1): a proof is accepted once: at /token on every
- * instance, at a resource on this one.
+ * nonce (§8, §9) when DPOP_NONCE=on or the website asks for it (`demandNonce`), and replay (§11.1): a
+ * proof is accepted once on every instance, this process's memory refusing its own replays at once.
  * One per process, on Services.
  */
 export class DpopProofs {
   private readonly verifier: ProofVerifier;
   // Proofs this process accepted: a replay here is refused without asking the store.
   private readonly accepted: LRUCache<string, true>;
+  private readonly shared: SharedSpends;
 
   constructor(
     private readonly deps: DpopDeps,
-    /** Present when DPOP_NONCE=on. */
-    private readonly nonces: DpopNonces | undefined,
+    private readonly nonces: DpopNonces,
     cacheSize: number,
   ) {
     this.verifier = new ProofVerifier(cacheSize);
     this.accepted = new LRUCache({ max: Math.max(1, cacheSize), ttl: (PROOF_MAX_AGE_SECONDS + PROOF_CLOCK_SKEW_SECONDS) * 1000 });
+    this.shared = new SharedSpends(deps.store);
   }
 
-  /** The nonce to send along a response to a DPoP request (`DPoP-Nonce`, §8.2), when nonces are demanded. */
-  nonce(): string | undefined {
-    return this.nonces?.current(Date.now() / 1000);
+  /** The nonce sent along every answer to a request with a proof (`DPoP-Nonce`, §8.2). */
+  nonce(): string {
+    return this.nonces.current(Date.now() / 1000);
+  }
+
+  private refusal(request: ProofRequest, error: string, description: string) {
+    return new DpopRefused(error, description, {
+      resource: request.accessToken === undefined ? undefined : { algs: DPOP_ALGS_CHALLENGE },
+      nonce: this.nonce(),
+    });
   }
 
   /**
    * The proof in `header` (the request's DPoP header) if it is good for `request`; undefined when there
    * is none. Throws DpopRefused: `invalid_dpop_proof`, or `use_dpop_nonce` with a fresh nonce.
    */
-  async check(header: string | string[] | undefined, request: ProofRequest): Promise<CheckedProof | undefined> {
+  async check(header: string | string[] | undefined, request: ProofRequest): Promise<AcceptedProof | undefined> {
     if (header === undefined) return undefined;
-    const refused = (error: string, description: string) =>
-      new DpopRefused(error, description, {
-        resource: request.accessToken === undefined ? undefined : { algs: DPOP_ALGS_CHALLENGE },
-        nonce: this.nonce(),
-      });
     // Node joins a repeated header with ", ", which no JWT contains.
-    if (Array.isArray(header) || header.includes(',')) throw refused('invalid_dpop_proof', 'send exactly one DPoP header');
+    if (Array.isArray(header) || header.includes(',')) throw this.refusal(request, 'invalid_dpop_proof', 'send exactly one DPoP header');
     const now = Date.now() / 1000;
     let proof: CheckedProof;
     try {
@@ -70,22 +120,21 @@ export class DpopProofs {
         now,
       });
     } catch (err) {
-      if (err instanceof ProofProblem) throw refused('invalid_dpop_proof', err.message);
+      if (err instanceof ProofProblem) throw this.refusal(request, 'invalid_dpop_proof', err.message);
       throw err;
     }
-    if (this.nonces && (proof.nonce === undefined || !this.nonces.accepts(proof.nonce, now))) {
-      throw refused('use_dpop_nonce', 'the DPoP proof must carry the nonce this server gave in DPoP-Nonce');
-    }
-    const key = sha256(`${proof.jkt}.${proof.jti}`);
-    const keepUntil = new Date((proof.iat + PROOF_MAX_AGE_SECONDS + PROOF_CLOCK_SKEW_SECONDS) * 1000);
-    // Tokens are issued on a proof accepted once on every instance (the store). At a resource, this
-    // process's memory only: a store round trip cost /userinfo six times its CPU (bench/results/2026-11-28-dpop.md),
-    // and a replay there needs the token and a proof for it, captured, and yields what /userinfo shows, for a minute.
-    const shared = request.accessToken === undefined;
-    if (this.accepted.has(key) || (shared && !(await this.deps.store.dpopProofs.spend(key, keepUntil)))) {
-      throw refused('invalid_dpop_proof', 'this DPoP proof was used already: make a new one for every request');
-    }
+    const accepted = { ...proof, nonced: proof.nonce !== undefined && this.nonces.accepts(proof.nonce, now) };
+    if (this.deps.config.dpopNonce) this.demandNonce(accepted, request);
+    const key = `${proof.jkt}.${proof.jti}`;
+    const replayed = () => this.refusal(request, 'invalid_dpop_proof', 'this DPoP proof was used already: make a new one for every request');
+    if (this.accepted.has(key)) throw replayed();
     this.accepted.set(key, true);
-    return proof;
+    if (!(await this.shared.spend(sha256(key), proof.iat + PROOF_MAX_AGE_SECONDS + PROOF_CLOCK_SKEW_SECONDS))) throw replayed();
+    return accepted;
+  }
+
+  /** Refuses `proof` with `use_dpop_nonce` unless it carried a good nonce: the website (or the deployment) demands one. */
+  demandNonce(proof: AcceptedProof, request: ProofRequest): void {
+    if (!proof.nonced) throw this.refusal(request, 'use_dpop_nonce', 'the DPoP proof must carry the nonce this server gave in DPoP-Nonce');
   }
 }

@@ -72,9 +72,10 @@ export const clientEndpoints = fp(async function clientEndpoints(app: FastifyIns
   app.addHook('preValidation', omitEmptyParameters);
   app.addHook('preHandler', failuresPerClient.check);
   // private_key_jwt: the assertion is checked (and its jti spent) before the endpoint reads anything.
-  app.addHook('preHandler', async (request) => {
+  app.addHook('preHandler', (request, _reply, done) => {
     const call = clientCall(request);
-    if (call.credentials.assertion !== undefined) await checkClientAssertion(app.services, call);
+    if (call.credentials.assertion === undefined) return done();
+    checkClientAssertion(app.services, call).then(() => done(), done);
   });
   app.addHook('onError', async (request, reply, error) => {
     if (!authenticated(request)) await countFailure(request, reply, error);

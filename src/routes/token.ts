@@ -57,8 +57,8 @@ export default async function tokenRoutes(fastify: FastifyInstance) {
     // RFC 9449 §5: a DPoP proof binds the tokens to its key.
     const { dpop } = app.services;
     const proof = await dpop.check(request.headers.dpop, { method: 'POST', path: '/token' });
-    const nonce = proof && dpop.nonce();
-    if (nonce) reply.header('dpop-nonce', nonce);
+    // Every answer to a proof carries the nonce (§8.2), refusals included: a website may demand one.
+    if (proof) reply.header('dpop-nonce', dpop.nonce());
     return issueTokens(app.services, clientCall(request), proof ? { ...request.body, dpop: proof } : request.body, { log: request.log });
   });
 }

@@ -5,7 +5,7 @@ import { checkPresentation, invalidDpopToken, type PresentedToken, presentedToke
 import { InvalidRequest, InvalidToken } from '../errors.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 import { noStore } from '../plugins/no-store.js';
-import { liveAccessToken } from '../tokens/live-access-token.js';
+import { liveGrantOf } from '../tokens/live-access-token.js';
 import { BODY_REFUSED, errorResponses, serializeAsBuilt, UNAVAILABLE } from './responses.js';
 
 const response = {
@@ -52,24 +52,31 @@ export default async function userinfoRoutes(fastify: FastifyInstance) {
     const { authorization } = request.headers;
     const presented: PresentedToken | undefined =
       presentedToken(authorization) ?? (bodyToken === undefined ? undefined : { scheme: 'Bearer', token: bodyToken });
-    const live = presented && (await liveAccessToken(app.services, presented.token));
-    if (!live) {
-      if (presented?.scheme === 'DPoP') throw invalidDpopToken('invalid_request');
-      // Another scheme, or no header at all, presents no bearer token (RFC 6750 §3.1). The body's code
-      // is invalid_request here, as docs/protocol.md fixes for /userinfo; the challenge says invalid_token.
-      throw new InvalidToken(/^Bearer /i.test(authorization ?? '') || bodyToken !== undefined, 'invalid_request');
-    }
+    const refused = () =>
+      presented?.scheme === 'DPoP'
+        ? invalidDpopToken('invalid_request')
+        : // Another scheme, or no header at all, presents no bearer token (RFC 6750 §3.1). The body's code
+          // is invalid_request here, as docs/protocol.md fixes for /userinfo; the challenge says invalid_token.
+          new InvalidToken(/^Bearer /i.test(authorization ?? '') || bodyToken !== undefined, 'invalid_request');
+    const verified = presented && (await app.services.verifiedTokens.verifyAny(presented.token));
+    if (!verified) throw refused();
+    const { claims } = verified;
     const { dpop } = app.services;
-    const proof = await checkPresentation(dpop, presented, live.claims.cnf?.jkt, {
+    const proofRequest = { method: request.method, path: '/userinfo', accessToken: presented.token };
+    // The proof before the grant: a request with a bad one costs no read of the store.
+    const proof = await checkPresentation(dpop, presented, claims.cnf?.jkt, {
+      ...proofRequest,
       proof: request.headers.dpop,
-      method: request.method,
-      path: '/userinfo',
       tokenError: 'invalid_request',
     });
-    const nonce = proof && dpop.nonce();
-    if (nonce) reply.header('dpop-nonce', nonce);
-    const { sub, scope } = live.claims;
-    return scopeGrantsEmail(scope) ? { sub, email: live.email } : { sub };
+    const grant = await liveGrantOf(app.services, claims);
+    if (!grant) throw refused();
+    if (proof) {
+      reply.header('dpop-nonce', dpop.nonce());
+      if (grant.dpop_nonce_required) dpop.demandNonce(proof, proofRequest);
+    }
+    const { sub, scope } = claims;
+    return scopeGrantsEmail(scope) ? { sub, email: grant.email } : { sub };
   }
 
   app.get('/userinfo', { schema: getSchema, serializerCompiler: serializeAsBuilt }, async (request, reply) => userinfo(request, reply));

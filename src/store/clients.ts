@@ -21,6 +21,8 @@ export interface Client {
   dpop_bound_access_tokens: boolean;
   /** A website that offers the owner path on its authorization page (docs/protocol.md, "People's MCP clients"). */
   owner_sign_in: boolean;
+  /** Its DPoP proofs must carry a server nonce (RFC 9449 §8), at /token and at /userinfo for its tokens. */
+  dpop_nonce_required: boolean;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -53,7 +55,7 @@ export interface ClientWithSecretHash extends Client {
 }
 
 const COLUMNS =
-  'id AS client_id, name, redirect_uris, registration, token_endpoint_auth_method, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, owner_sign_in, active, created_at, updated_at';
+  'id AS client_id, name, redirect_uris, registration, token_endpoint_auth_method, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, dpop_nonce_required, owner_sign_in, active, created_at, updated_at';
 
 /** What a registration sets; in a patch, null clears an optional field. */
 export interface ClientFields {
@@ -63,6 +65,7 @@ export interface ClientFields {
   backchannel_logout_uri?: string | null;
   dpop_bound_access_tokens?: boolean;
   owner_sign_in?: boolean;
+  dpop_nonce_required?: boolean;
 }
 
 // Clients without a shared secret: the digest of one nobody is ever told (migrations/061).
@@ -73,8 +76,8 @@ export function createClientStore(db: Db) {
     async create(input: ClientFields) {
       const clientSecret = generateSecret('aa_cs');
       const { rows } = await db.query<Client>(
-        `INSERT INTO clients (id, name, secret_hash, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, owner_sign_in)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+        `INSERT INTO clients (id, name, secret_hash, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, owner_sign_in, dpop_nonce_required)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
         [
           generateId('client'),
           input.name,
@@ -84,6 +87,7 @@ export function createClientStore(db: Db) {
           input.backchannel_logout_uri ?? null,
           input.dpop_bound_access_tokens ?? false,
           input.owner_sign_in ?? false,
+          input.dpop_nonce_required ?? false,
         ],
       );
       return { ...rows[0], client_secret: clientSecret };
@@ -111,7 +115,8 @@ export function createClientStore(db: Db) {
            active = coalesce($4, active),
            id_token_signed_response_alg = CASE WHEN $5 THEN $6 ELSE id_token_signed_response_alg END,
            backchannel_logout_uri = CASE WHEN $7 THEN $8 ELSE backchannel_logout_uri END,
-           dpop_bound_access_tokens = coalesce($9, dpop_bound_access_tokens), owner_sign_in = coalesce($10, owner_sign_in), updated_at = now()
+           dpop_bound_access_tokens = coalesce($9, dpop_bound_access_tokens), owner_sign_in = coalesce($10, owner_sign_in),
+           dpop_nonce_required = coalesce($11, dpop_nonce_required), updated_at = now()
          WHERE id = $1 RETURNING ${COLUMNS}`,
         [
           id,
@@ -124,6 +129,7 @@ export function createClientStore(db: Db) {
           patch.backchannel_logout_uri ?? null,
           patch.dpop_bound_access_tokens ?? null,
           patch.owner_sign_in ?? null,
+          patch.dpop_nonce_required ?? null,
         ],
       );
       return rows[0] as Client | undefined;

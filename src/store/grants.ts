@@ -14,6 +14,8 @@ export interface LiveGrant {
   expires_at_ms: number;
   /** Access tokens of this grant revoked one by one (RFC 7009), usually none. */
   revoked_jtis: string[];
+  /** Its website demands DPoP nonces (RFC 9449 §8). */
+  dpop_nonce_required: boolean;
 }
 
 /** Lifetimes in seconds of what a grant issues; the grant lives as long as its newest token. */
@@ -154,7 +156,7 @@ const REUSE_REASON = { code: 'code_replay', refresh_token: 'refresh_token_reuse'
 // The lookups behind an access token and a refresh token; the placeholders are the caller's.
 // An access token's grant comes with its revoked jtis, so that it can be kept for all its tokens.
 const liveGrant = (grantId: string) =>
-  `SELECT g.client_id, g.agent_id, a.user_id, u.email, extract(epoch FROM g.expires_at)::float8 * 1000 AS expires_at_ms,
+  `SELECT g.client_id, g.agent_id, a.user_id, u.email, extract(epoch FROM g.expires_at)::float8 * 1000 AS expires_at_ms, c.dpop_nonce_required,
      ARRAY(SELECT r.jti FROM revoked_access_tokens r WHERE split_part(r.jti, '.', 1) = g.id) AS revoked_jtis
    FROM grants g ${GRANT_JOINS} JOIN users u ON u.id = a.user_id
    WHERE g.id = ${grantId} AND ${LIVE_GRANT}`;
@@ -398,6 +400,8 @@ export function createGrantStore(db: Db, cache: StoreCache) {
          * client that has authenticated otherwise already (a public client, private_key_jwt).
          */
         clientSecretHash: string | null;
+        /** The request's proof carried a good server nonce: a website that demands one (RFC 9449 §8) is refused without. */
+        dpopNonced: boolean;
       },
     ): Promise<(GrantSubject & { client: StoredClientCredentials }) | undefined> {
       const { rows } = await db.query<GrantSubject & { secret_hash: string; client_active: boolean }>(
@@ -407,6 +411,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            WHERE rt.token_hash = $1 AND rt.used_at IS NULL AND rt.expires_at > now()
              AND g.id = rt.grant_id AND g.client_id = $2 AND ($8::text IS NULL OR c.secret_hash = $8) AND ${LIVE_GRANT}
              AND ($6::text[] IS NULL OR $6::text[] <@ string_to_array(rt.scope, ' ')) AND ${SAME_RESOURCE} AND ${DPOP_KEY_FITS}
+             AND ($7::text IS NULL OR $10::boolean OR NOT c.dpop_nonce_required)
            RETURNING rt.grant_id, rt.scope, g.client_id, g.agent_id, g.model, g.resource, ${RESOURCE_EMAIL} AS email,
              c.secret_hash, c.active AS client_active
          ), successor AS (
@@ -416,7 +421,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            UPDATE grants SET ${REFRESHED_GRANT('$4', '$5')} FROM spent WHERE grants.id = spent.grant_id
          )
          SELECT grant_id, client_id, agent_id, model, scope, resource, email, secret_hash, client_active FROM spent`,
-        [...rotationParams(input), input.clientSecretHash, input.resource ?? null],
+        [...rotationParams(input), input.clientSecretHash, input.resource ?? null, input.dpopNonced],
       );
       if (!rows[0]) return undefined;
       // The client as the statement read it, for the caller to authenticate as every client endpoint does.

@@ -2,8 +2,8 @@ import { authenticateClient, type AuthenticatedClient, type ClientCall } from '.
 import type { Client } from '../store/clients.js';
 import type { Store } from '../store/index.js';
 
-/** Whether the client must use DPoP (src/tokens/dpop-binding.ts). */
-export type DpopSetting = Pick<Client, 'dpop_bound_access_tokens'>;
+/** Whether the client must use DPoP, and DPoP nonces (src/tokens/dpop-binding.ts). */
+export type DpopSetting = Pick<Client, 'dpop_bound_access_tokens' | 'dpop_nonce_required'>;
 
 /** The store slice that client authentication reads. */
 export interface ClientReads {
@@ -17,5 +17,9 @@ export interface ClientReads {
 export async function authenticateCaller({ store }: ClientReads, call: ClientCall): Promise<AuthenticatedClient & DpopSetting> {
   const { id } = call.credentials;
   const stored = id === undefined ? undefined : await store.clients.getWithSecret(id);
-  return { ...authenticateClient(call, stored), dpop_bound_access_tokens: stored?.dpop_bound_access_tokens ?? false };
+  return {
+    ...authenticateClient(call, stored),
+    dpop_bound_access_tokens: stored?.dpop_bound_access_tokens ?? false,
+    dpop_nonce_required: stored?.dpop_nonce_required ?? false,
+  };
 }

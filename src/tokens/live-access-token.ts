@@ -1,19 +1,13 @@
-import { grantIdOf } from '../oauth/access-token.js';
+import { type AccessTokenClaims, grantIdOf } from '../oauth/access-token.js';
 import type { Store } from '../store/index.js';
-import type { VerifiedAccessTokens } from './verified-access-tokens.js';
 
 /**
- * A valid access token that is still live: its grant is neither revoked nor expired, its agent and
- * client are active and its jti was not revoked (the grant cache, or one query). Carries the user's
- * current email. Undefined for anything else.
+ * The grant of an access token already verified (src/tokens/verified-access-tokens.ts), if it is still
+ * live: neither revoked nor expired, its agent and client active, the token's jti not revoked on its
+ * own (the grant cache, or one query). Carries the user's current email. Undefined for anything else.
  */
-export async function liveAccessToken(
-  { store, verifiedTokens }: { store: Pick<Store, 'grants'>; verifiedTokens: VerifiedAccessTokens },
-  token: string,
-) {
-  const claims = (await verifiedTokens.verifyAny(token))?.claims;
-  if (!claims) return undefined;
+export async function liveGrantOf({ store }: { store: Pick<Store, 'grants'> }, claims: Pick<AccessTokenClaims, 'jti' | 'sub' | 'client_id'>) {
   const grant = await store.grants.findAccessGrant(grantIdOf(claims.jti), claims.jti);
   if (!grant || grant.agent_id !== claims.sub || grant.client_id !== claims.client_id) return undefined;
-  return { claims, email: grant.email };
+  return grant;
 }

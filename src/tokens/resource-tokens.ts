@@ -1,11 +1,10 @@
 import { type CryptoKey, decodeProtectedHeader, importJWK, jwtVerify, SignJWT } from 'jose';
 import type { Config } from '../config.js';
 import { randomToken } from '../crypto/secrets.js';
-import { type AccessTokenClaims, claimsSchema as websiteClaims } from '../oauth/access-token.js';
+import { type AccessTokenClaims, type BoundGrantSubject, claimsSchema as websiteClaims } from '../oauth/access-token.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 import type { PublishedKey, SigningKeys } from '../oidc/signing-keys.js';
 import { SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
-import type { GrantSubject } from '../store/grants.js';
 import type { Store } from '../store/index.js';
 
 /** The claims of a resource's access token, as checked (RFC 9068 §2.2; docs/protocol.md, "Resources"): a website's, but the model. */
@@ -18,7 +17,7 @@ export type ResourceTokenClaims = Omit<AccessTokenClaims, 'model'> & { model?: u
 export const isResourceToken = (claims: AccessTokenClaims | ResourceTokenClaims): claims is ResourceTokenClaims => claims.model === undefined;
 
 /** The grant a resource token is signed from: its resource, and the owner's email as the code exchange or refresh read it. */
-export interface ResourceGrant extends GrantSubject {
+export interface ResourceGrant extends BoundGrantSubject {
   resource: string;
   email?: string | null;
 }
@@ -64,6 +63,8 @@ export class ResourceTokens {
       iat,
       exp: iat + expiresIn,
       ...(grant.email && scopeGrantsEmail(grant.scope) ? { email: grant.email } : {}),
+      // RFC 9449 §6.1: bound to the DPoP key of the request, as the website's tokens are.
+      ...(grant.dpop_jkt ? { cnf: { jkt: grant.dpop_jkt } } : {}),
     };
     return { token: await new SignJWT(claims).setProtectedHeader({ typ: 'at+jwt', alg, kid }).sign(key), expiresIn };
   }

@@ -31,8 +31,11 @@ export interface TokenRequestFields {
   scope?: string;
   /** RFC 8707: sent twice, it is refused (invalid_target). */
   resource?: string | string[];
-  /** The request's DPoP proof, checked (src/dpop/proofs.ts): the tokens are bound to its key. */
-  dpop?: { jkt: string };
+  /**
+   * The request's DPoP proof, checked (src/dpop/proofs.ts): the tokens are bound to its key. `nonced`:
+   * it carried a good server nonce, which a website registered with dpop_nonce_required demands.
+   */
+  dpop?: { jkt: string; nonced: boolean };
 }
 
 /** What the grant types use: settings, the keys that sign, the store slices they read and write, the events. */

@@ -199,6 +199,7 @@ describe(`grant cache: a notification while a read is under way (${storeName})`,
     email: 'someone@example.com',
     expires_at_ms: Date.now() + 3_600_000,
     revoked_jtis: [],
+    dpop_nonce_required: false,
   };
 
   /** A read of grant `id` whose load from the store finishes with `loaded` only after `meanwhile` has run. */

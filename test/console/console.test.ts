@@ -415,7 +415,7 @@ describe(`the operators' console (${storeName})`, () => {
     expect(user.body).toContain(client.client_id);
   });
 
-  it('requires DPoP of a website with the box on its page, and shows it', async () => {
+  it('requires DPoP, and DPoP nonces, of a website with the boxes on its page, and shows them', async () => {
     const op = await operator(server);
     const site = await op.post('/console/websites', { name: 'Bound shop', redirect_uris: 'https://bound.example/cb' });
     const clientId = /\/console\/websites\/([\w-]+)/.exec(String(site.headers.location))![1];
@@ -425,9 +425,19 @@ describe(`the operators' console (${storeName})`, () => {
     await edit({ dpop_bound_access_tokens: 'true' });
     expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="dpop-bound">Required/);
     expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json.dpop_bound_access_tokens).toBe(true);
+    expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="dpop-nonce">Not required</);
+    await edit({ dpop_nonce_required: 'true' });
+    expect((await op.get(`/console/websites/${clientId}`)).body).toMatch(/id="dpop-nonce">Required/);
+    expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json).toMatchObject({
+      dpop_nonce_required: true,
+      dpop_bound_access_tokens: false,
+    });
     // An unchecked box sends nothing: DPoP is optional again.
     await edit({});
-    expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json.dpop_bound_access_tokens).toBe(false);
+    expect((await server.adminCall('GET', `/admin/clients/${clientId}`)).json).toMatchObject({
+      dpop_nonce_required: false,
+      dpop_bound_access_tokens: false,
+    });
   });
 
   it('offers "Sign in as the owner" on a website whose box is checked, and shows an agent made for a client', async () => {
@@ -472,7 +482,7 @@ describe(`the operators' console (${storeName})`, () => {
     ]);
     expect(await rows(`client_id=${clientId}`)).toEqual([
       // The edit form sends every field it shows, the DPoP box among them.
-      ['client_updated', 'admin', { fields: ['name', 'redirect_uris', 'dpop_bound_access_tokens', 'owner_sign_in'] }],
+      ['client_updated', 'admin', { fields: ['name', 'redirect_uris', 'dpop_bound_access_tokens', 'owner_sign_in', 'dpop_nonce_required'] }],
       ['client_created', 'admin', null],
     ]);
 

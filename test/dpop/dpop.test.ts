@@ -269,6 +269,37 @@ describe(`DPoP (RFC 9449) (${storeName})`, () => {
     });
   });
 
+  describe('a website registered with dpop_nonce_required (RFC 9449 §8)', () => {
+    it('must sign its proofs with a server nonce at /token, at refresh and at /userinfo; refused proofs spend nothing', async () => {
+      const created = (
+        await server.adminCall('POST', '/admin/clients', { name: 'Nonces', redirect_uris: ['https://nonces.example/cb'], dpop_nonce_required: true })
+      ).json;
+      expect(created.dpop_nonce_required).toBe(true);
+      const { form } = await codeExchange(created);
+      const refused = await withProof(server, form, await dpopProof(key));
+      expectTokenRefusal(refused, 'use_dpop_nonce', /nonce/);
+      const nonce = refused.headers['dpop-nonce'] as string;
+      expect(nonce).toMatch(/^[\w-]{32}$/);
+      const issued = await withProof(server, form, await dpopProof(key, { nonce }));
+      expect(issued.statusCode, issued.body).toBe(200);
+      expect(issued.headers['dpop-nonce']).toBe(nonce);
+      const { access_token, refresh_token } = issued.json();
+
+      const noNonce = await userinfo(access_token, await userinfoProof(access_token));
+      expectChallenge(noNonce, 'use_dpop_nonce');
+      expect(noNonce.headers['dpop-nonce']).toBe(nonce);
+      expect((await userinfo(access_token, await userinfoProof(access_token, key, { nonce }))).statusCode).toBe(200);
+
+      const refreshForm = { grant_type: 'refresh_token', refresh_token, client_id: created.client_id, client_secret: created.client_secret };
+      expectTokenRefusal(await withProof(server, refreshForm, await dpopProof(key)), 'use_dpop_nonce');
+      expect((await withProof(server, refreshForm, await dpopProof(key, { nonce }))).statusCode).toBe(200);
+
+      // Turned off, its proofs need no nonce any more, at /userinfo too (the grant cache forgets the setting).
+      await server.adminCall('PATCH', `/admin/clients/${created.client_id}`, { dpop_nonce_required: false });
+      await expect.poll(async () => (await userinfo(access_token, await userinfoProof(access_token))).statusCode).toBe(200);
+    });
+  });
+
   describe('dpop_jkt at /authorize (RFC 9449 §10)', () => {
     async function boundCode(jkt: string) {
       const { client, code, verifier } = await signInToCode(server, { authorize: { dpop_jkt: jkt } });
@@ -330,9 +361,14 @@ describe(`DPoP with DPOP_NONCE=on, over two instances (${storeName})`, () => {
     const noNonce = await userinfo(server, await dpopProof(key, { htm: 'GET', htu: USERINFO, accessToken: token }));
     expectChallenge(noNonce, 'use_dpop_nonce');
     expect(noNonce.headers['dpop-nonce']).toBe(nonce);
-    const ok = await userinfo(second, await dpopProof(key, { htm: 'GET', htu: USERINFO, accessToken: token, nonce }));
+    const accepted = await dpopProof(key, { htm: 'GET', htu: USERINFO, accessToken: token, nonce });
+    const ok = await userinfo(second, accepted);
     expect(ok.statusCode).toBe(200);
     expect(ok.headers['dpop-nonce']).toBe(nonce);
+    // A proof one instance accepted at /userinfo is a replay on the other.
+    const replayed = await userinfo(server, accepted);
+    expectChallenge(replayed, 'invalid_dpop_proof');
+    expect(replayed.json().error_description).toMatch(/used already/);
   });
 
   it('keeps bearer tokens working without any nonce', async () => {

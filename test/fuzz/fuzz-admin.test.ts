@@ -97,6 +97,7 @@ const CLIENT_VIEW = [
   'client_id',
   'created_at',
   'dpop_bound_access_tokens',
+  'dpop_nonce_required',
   'id_token_signed_response_alg',
   'name',
   'owner_sign_in',

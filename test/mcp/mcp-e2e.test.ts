@@ -88,6 +88,13 @@ describe(`an MCP client signs in as an agent to an MCP server protected by agent
     return { client: { client_id: website.client_id, client_secret: website.client_secret }, redirectUrl: website.redirect_uris[0] };
   }
 
+  /** A refresh as anyone holding the refresh token and the client's credentials could send it: no DPoP proof. */
+  const plainRefresh = (refreshToken: string, options: AgentOAuthProviderOptions) =>
+    fetch(`${server.issuer}/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, ...(options.client as Record<string, string>) }),
+    });
+
   it('calls the tool as the agent, through a client registered beforehand', async () => {
     const { agent, sdk } = await newAgent();
     const options = await registeredClient();
@@ -149,17 +156,34 @@ describe(`an MCP client signs in as an agent to an MCP server protected by agent
         })
         .toBe(401);
       expect(Date.now() - revokedAt).toBeLessThanOrEqual((TOKEN_TTL_SECONDS + CLOCK_TOLERANCE_SECONDS + 1) * 1000);
-      const refreshed = await fetch(`${server.issuer}/token`, {
-        method: 'POST',
-        body: new URLSearchParams({
-          grant_type: 'refresh_token',
-          refresh_token: tokens.refresh_token!,
-          ...(options.client as Record<string, string>),
-        }),
-      });
+      const refreshed = await plainRefresh(tokens.refresh_token!, options);
       expect(refreshed.status).toBe(400);
       // The MCP client's next call: its refresh fails, the provider signs in anew, and the call reports it.
       await expect(client.callTool({ name: 'whoami' })).rejects.toBeInstanceOf(UnauthorizedError);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('binds the tokens to a key of the agent with dpop: a copied token is refused, the MCP client goes on', async () => {
+    const { agent, sdk } = await newAgent();
+    const options = await registeredClient();
+    const { client, provider } = await connectAsAgent(mcp.url, sdk, { ...options, dpop: true });
+    try {
+      expect((await whoami(client)).agent_id).toBe(agent.agent_id);
+      const tokens = (await provider.tokens())!;
+      expect(tokens.token_type).toBe('DPoP');
+      const { cnf } = JSON.parse(Buffer.from(tokens.access_token.split('.')[1], 'base64url').toString());
+      expect(cnf.jkt).toMatch(/^[\w-]{43}$/);
+      // Copied, the token alone buys nothing: as a bearer token, or under the DPoP scheme without the key.
+      const copied = await fetch(mcp.url, { method: 'POST', headers: { authorization: `Bearer ${tokens.access_token}` } });
+      expect(copied.status).toBe(401);
+      expect((await fetch(mcp.url, { method: 'POST', headers: { authorization: `DPoP ${tokens.access_token}` } })).status).toBe(401);
+      // The refresh token is bound too: refreshed without a proof of the key, it is refused.
+      const refreshed = await plainRefresh(tokens.refresh_token!, options);
+      expect(refreshed.status).toBe(400);
+      expect((await refreshed.json()).error).toBe('invalid_grant');
+      expect((await whoami(client)).agent_id).toBe(agent.agent_id);
     } finally {
       await client.close();
     }

@@ -11,6 +11,7 @@
 import type { OAuthClientProvider, OAuthDiscoveryState } from '@modelcontextprotocol/sdk/client/auth.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { type AgentAuthClient, authorizationResponse, type WaitOptions } from './client.js';
+import { dpopFetch, type DpopPrivateJwk, DpopSigner, generateDpopKey } from './dpop.js';
 
 /** Where the provider keeps what must outlive one call: tokens, the client's registration, the PKCE verifier. */
 export interface McpAuthStorage {
@@ -41,12 +42,24 @@ export interface AgentOAuthProviderOptions {
   storage?: McpAuthStorage;
   /** How long to wait for the sign-in and the owner's approval, and `onStatus` to tell the person. */
   signIn?: WaitOptions;
+  /**
+   * Bind the tokens to a key of the agent's (DPoP, RFC 9449), so that a copied token is worth nothing:
+   * the provider's `fetch`, given to the transport, then signs a proof for every token request and
+   * every call to the MCP server. The MCP server must check DPoP (`@agent-auth/website/mcp` does).
+   * The key is kept in `storage` beside the tokens bound to it. Default false.
+   */
+  dpop?: boolean;
 }
 
 /** The provider, plus the code of the sign-in it ran. */
 export interface AgentOAuthProvider extends OAuthClientProvider {
   /** The authorization code of the last `redirectToAuthorization`, for `transport.finishAuth(code)`. */
   authorizationCode(): Promise<string>;
+  /**
+   * The fetch to give the transport (`new StreamableHTTPClientTransport(url, { authProvider, fetch: provider.fetch })`):
+   * with `dpop`, it adds the proofs (the MCP SDK's own requests send bearer tokens only); without, it is fetch.
+   */
+  fetch: typeof fetch;
 }
 
 const DEFAULT_REDIRECT = 'http://127.0.0.1/callback';
@@ -82,8 +95,20 @@ export function agentOAuthProvider(client: AgentAuthClient, options: AgentOAuthP
     return text === undefined ? undefined : (JSON.parse(text) as T);
   };
   const write = (key: string, value: unknown) => storage.set(key, JSON.stringify(value));
+  // The key outlives the process with the tokens bound to it (a refresh must prove it).
+  const dpopKey = async () => {
+    const kept = await read<DpopPrivateJwk>('dpop-key');
+    const jwk = kept ?? (await generateDpopKey());
+    if (!kept) await write('dpop-key', jwk);
+    return jwk;
+  };
+  const boundToken = async (accessToken: string) => {
+    const tokens = await read<OAuthTokens>('tokens');
+    return tokens?.access_token === accessToken && tokens.token_type.toLowerCase() === 'dpop';
+  };
 
   const provider: AgentOAuthProvider = {
+    fetch: options.dpop ? dpopFetch(new DpopSigner(dpopKey()), boundToken) : (input, init) => fetch(input, init),
     redirectUrl,
     clientMetadataUrl,
     get clientMetadata(): OAuthClientMetadata {

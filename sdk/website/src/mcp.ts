@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRemoteJWKSet, errors, type JWTPayload, jwtVerify } from 'jose';
+import { DpopError, type ProofReplayCache, verifyDpop } from './dpop.js';
 
 /**
  * An MCP server (or any API) protected by agent-auth: the resource server's side of the MCP
@@ -27,6 +28,18 @@ export interface ProtectedResourceOptions {
   resourceName?: string;
   /** Leeway for `exp`, `iat` and `nbf` against clock skew (default 5 s). */
   clockToleranceSeconds?: number;
+  /** Where accepted DPoP proofs are remembered (default: this process's memory); several instances need a shared one. */
+  dpopReplayCache?: ProofReplayCache;
+}
+
+/**
+ * The request a DPoP-bound token came with (RFC 9449 §7.1): its method, its URL as the client
+ * addressed it (query and fragment are ignored) and its `DPoP` header.
+ */
+export interface DpopRequest {
+  method: string;
+  url: string | URL;
+  proof: string | null | undefined;
 }
 
 /** A verified access token: who signed in (an agent of agent-auth) and what it may do. */
@@ -60,8 +73,8 @@ export interface AuthInfo {
 export class ResourceAccessError extends Error {
   constructor(
     readonly status: 400 | 401 | 403 | 503,
-    /** RFC 6750 §3.1 error code; absent when the request carried no token at all. */
-    readonly error: 'invalid_request' | 'invalid_token' | 'insufficient_scope' | 'temporarily_unavailable' | undefined,
+    /** RFC 6750 §3.1 (or RFC 9449 §7.1) error code; absent when the request carried no token at all. */
+    readonly error: 'invalid_request' | 'invalid_token' | 'insufficient_scope' | 'temporarily_unavailable' | 'invalid_dpop_proof' | undefined,
     readonly description: string,
     /** The value of the `WWW-Authenticate` header to send with it. */
     readonly challenge: string,
@@ -83,10 +96,16 @@ export interface ProtectedResource {
   readonly metadataPath: string;
   /** The document's absolute URL, as the 401 challenge names it. */
   readonly metadataUrl: string;
-  /** Verifies a bare token; rejects with ResourceAccessError. */
-  verifyToken(token: string, options?: { requiredScopes?: string[] }): Promise<AgentAccessToken>;
-  /** Verifies an `Authorization` header value; resolves with the MCP SDK's AuthInfo, rejects with ResourceAccessError. */
-  authenticate(authorization: string | undefined, options?: { requiredScopes?: string[] }): Promise<AuthInfo>;
+  /**
+   * Verifies a bare token; rejects with ResourceAccessError. A DPoP-bound token (`cnf.jkt`) passes only
+   * with `dpop`, the request it came with, whose proof is checked (RFC 9449 §7.1).
+   */
+  verifyToken(token: string, options?: { requiredScopes?: string[]; dpop?: DpopRequest }): Promise<AgentAccessToken>;
+  /**
+   * Verifies an `Authorization` header value, `Bearer <token>` or `DPoP <token>` (then `dpop`, the
+   * request, is needed: its proof is checked); resolves with the MCP SDK's AuthInfo, rejects with ResourceAccessError.
+   */
+  authenticate(authorization: string | undefined, options?: { requiredScopes?: string[]; dpop?: DpopRequest }): Promise<AuthInfo>;
   /**
    * Node `(req, res, next)` middleware (node:http, Express, Connect): serves the metadata document
    * at its path, and elsewhere requires a valid token, sets `req.auth` and calls `next`; a refusal
@@ -130,7 +149,10 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
     return new ResourceAccessError(status, error, description, `Bearer ${params.join(', ')}`);
   };
 
-  async function verifyToken(token: string, { requiredScopes = defaultRequired } = {}): Promise<AgentAccessToken> {
+  async function verifyToken(
+    token: string,
+    { requiredScopes = defaultRequired, dpop }: { requiredScopes?: string[]; dpop?: DpopRequest } = {},
+  ): Promise<AgentAccessToken> {
     let claims: JWTPayload;
     try {
       ({ payload: claims } = await jwtVerify(token, keys, {
@@ -144,9 +166,17 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
     } catch (err) {
       throw tokenFailure(err);
     }
-    // RFC 9449 §7.1: a DPoP-bound token is good only with a proof of its key, which this kit does not check.
-    if (claims.cnf !== undefined)
-      throw refuse(401, 'invalid_token', 'the access token is bound to a key (DPoP) and is not accepted as a bearer token here');
+    // RFC 9449 §7.1: a DPoP-bound token is good only with a proof of its key for this request and token.
+    if (dpop) {
+      await verifyDpop({ ...dpop, authorization: `DPoP ${token}`, claims: claims as { cnf?: unknown }, replayCache: options.dpopReplayCache }).catch(
+        (err: unknown) => {
+          if (!(err instanceof DpopError)) throw err;
+          throw new ResourceAccessError(err.status, err.error, err.message, `${err.challenge}, resource_metadata=${quoted(metadataUrl)}`);
+        },
+      );
+    } else if (claims.cnf !== undefined) {
+      throw refuse(401, 'invalid_token', 'the access token is bound to a key (DPoP): present it under the DPoP scheme with a DPoP proof');
+    }
     const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ').filter(Boolean) : [];
     const missing = requiredScopes.filter((s) => !scopes.includes(s));
     if (missing.length > 0) throw refuse(403, 'insufficient_scope', `the access token lacks the scope ${missing.join(' ')}`, requiredScopes);
@@ -171,13 +201,15 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
     return refuse(401, 'invalid_token', 'the access token is not valid');
   }
 
-  async function authenticate(authorization: string | undefined, options: { requiredScopes?: string[] } = {}): Promise<AuthInfo> {
+  async function authenticate(authorization: string | undefined, options: { requiredScopes?: string[]; dpop?: DpopRequest } = {}): Promise<AuthInfo> {
     if (!authorization) throw refuse(401, undefined, 'an access token is required');
-    // RFC 6750 §2.1: `Bearer` (any case), one space, the token's characters.
-    const match = /^Bearer +([\w\-.~+/]+=*)$/i.exec(authorization.trim());
-    if (!match) throw refuse(401, 'invalid_token', 'the Authorization header must be "Bearer <token>"');
-    const token = match[1];
-    const verified = await verifyToken(token, options);
+    // RFC 6750 §2.1 and RFC 9449 §7.1: `Bearer` or `DPoP` (any case), a space, the token's characters.
+    const match = /^(Bearer|DPoP) +([\w\-.~+/]+=*)$/i.exec(authorization.trim());
+    if (!match) throw refuse(401, 'invalid_token', 'the Authorization header must be "Bearer <token>" or "DPoP <token>"');
+    const token = match[2];
+    const bound = match[1].toLowerCase() === 'dpop';
+    if (bound && !options.dpop) throw refuse(401, 'invalid_token', 'DPoP is not checked here: present the token as "Bearer <token>"');
+    const verified = await verifyToken(token, { requiredScopes: options.requiredScopes, dpop: bound ? options.dpop : undefined });
     return {
       token,
       clientId: verified.clientId,
@@ -213,7 +245,9 @@ export function protectedResource(options: ProtectedResourceOptions): ProtectedR
         // Express strips a mount path from `url` and keeps the whole one in `originalUrl`.
         const url = (req as { originalUrl?: string }).originalUrl ?? req.url ?? '/';
         if (new URL(url, 'http://x').pathname === metadataPath) return serveMetadata(req, res);
-        authenticate(req.headers.authorization, options).then(
+        // The URL as the client addressed it: the resource's origin, this request's path (RFC 9449 §4.3, htu).
+        const dpop = { method: req.method ?? 'GET', url: new URL(url, resourceUrl.origin), proof: singleHeader(req.headers.dpop) };
+        authenticate(req.headers.authorization, { ...options, dpop }).then(
           (auth) => {
             req.auth = auth;
             next();
@@ -234,6 +268,9 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(headOnly ? undefined : text);
 }
+
+/** A header sent once; several are refused by the check that reads it (here: none). */
+const singleHeader = (value: string | string[] | undefined) => (Array.isArray(value) ? value.join(', ') : value);
 
 function withoutTrailingSlash(url: string): string {
   return url.endsWith('/') ? url.slice(0, -1) : url;

@@ -54,6 +54,7 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
           scope: requested,
           resource,
           dpopJkt,
+          dpopNonced: body.dpop?.nonced ?? false,
         })
       : undefined;
   // A narrower scope applies to this access token only; the refresh token keeps its scope (§6).
@@ -86,7 +87,7 @@ export const refreshTokenGrant: GrantHandler = async (deps, call, body, context)
   const rotation = { tokenHash, clientId: client.client_id, newTokenHash: sha256(successor), lifetimes: config.ttl, scope, resource: named, dpopJkt };
   // A client without a secret (public, private_key_jwt) has authenticated only now: the statement above could not check it.
   if (client.method !== 'client_secret_post') {
-    const rotated = await grants.rotateRefreshToken({ ...rotation, clientSecretHash: null });
+    const rotated = await grants.rotateRefreshToken({ ...rotation, clientSecretHash: null, dpopNonced: body.dpop?.nonced ?? false });
     if (rotated) return refreshed(rotated, scope);
   }
   // The token just spent, presented again within the reuse interval: a retry whose answer was lost.
