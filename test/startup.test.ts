@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
 import { type RunningServer, startServer } from '../src/server.js';
-import { createTestDatabase, storeName, type TestDatabase, usingPostgres } from './helpers/database.js';
+import { createTestDatabase, seedPgliteDir, storeName, type TestDatabase, usingPostgres } from './helpers/database.js';
 import { finished, spawnBuilt, startServerProcess } from './helpers/process.js';
 
 const ADMIN_TOKEN = 'startup-test-admin-token-0123456789';
@@ -43,6 +43,18 @@ async function emptyStore(): Promise<Record<string, string | undefined>> {
   const database = await createTestDatabase();
   databases.push(database);
   return { DATA_DIR: dataDir, DATABASE_URL: database.url };
+}
+
+/**
+ * A store for a test whose subject is not the first start: on PostgreSQL an empty schema as before, for PGlite
+ * a directory seeded from the migrated template (a first start's initdb costs seconds of CPU).
+ */
+async function migratedStore(): Promise<Record<string, string | undefined>> {
+  if (usingPostgres) return emptyStore();
+  const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-startup-'));
+  tempDirs.push(dataDir);
+  await seedPgliteDir(join(dataDir, 'pglite'));
+  return { DATA_DIR: dataDir };
 }
 
 const serverEnv = (store: Record<string, string | undefined>) => ({
@@ -86,7 +98,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
   });
 
   it('keeps registrations and the generated JWT key across a restart', async () => {
-    const store = await emptyStore();
+    const store = await migratedStore();
     const first = await start(store);
     const created = await admin(first, 'POST', '/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
     expect(created.status).toBe(201);
@@ -131,7 +143,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     });
 
     it('serves without a warning on stderr, then exits 0 within 10 s of SIGTERM', async () => {
-      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const store = await migratedStore();
       const { child, exit, url } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn' });
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       // Statements on several pool connections at once (each first LISTENs for the grant cache).
@@ -150,7 +162,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     });
 
     it('starts in OpenID Connect mode with ES256 without a warning: websites without a choice get RS256 anyway', async () => {
-      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const store = await migratedStore();
       const { child, exit } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn', ID_TOKEN_SIGNING_ALG: 'ES256' });
       child.kill('SIGTERM');
       const res = await exit;
@@ -159,7 +171,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     });
 
     it('on SIGTERM with SHUTDOWN_DELAY_SECONDS, turns /readyz to 503 at once, keeps serving kept-alive connections, then exits 0', async () => {
-      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const store = await migratedStore();
       const { child, exit, url } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn', SHUTDOWN_DELAY_SECONDS: '2' });
       // Two connections kept alive, as a load balancer or a busy client holds them.
       const agent = new http.Agent({ keepAlive: true, maxSockets: 2 });
@@ -191,7 +203,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     });
 
     it('answers a request that arrives while the listener closes with our 503 and Retry-After, not Fastify’s own', async () => {
-      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const store = await migratedStore();
       const { child, exit, url } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn' });
       const port = Number(new URL(url).port);
       const socket = net.connect(port, '127.0.0.1');
@@ -225,8 +237,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     it.runIf(!usingPostgres)(
       'refuses a second process on the same DATA_DIR, naming it and the holder, and takes over the lock of a dead one',
       async () => {
-        const dataDir = mkdtempSync(join(tmpdir(), 'agent-auth-lock-'));
-        tempDirs.push(dataDir);
+        const { DATA_DIR: dataDir } = (await migratedStore()) as { DATA_DIR: string };
         const first = await startServerProcess(serverEnv({ DATA_DIR: dataDir }));
         const secondChild = spawnBuilt('main', [], serverEnv({ DATA_DIR: dataDir }));
         // A second process that starts serving would never exit by itself.
@@ -263,7 +274,7 @@ describe(`startup (${storeName})`, { timeout: 120_000 }, () => {
     });
 
     it('answers a held long poll at once on SIGTERM, then exits 0 within 10 s', async () => {
-      const store = usingPostgres ? await emptyStore() : { DATA_DIR: 'memory' };
+      const store = await migratedStore();
       const { child, exit, url, adminUrl } = await startServerProcess({ ...serverEnv(store), LOG_LEVEL: 'warn' });
       const created = await fetch(`${adminUrl}/admin/clients`, {
         method: 'POST',

@@ -1,12 +1,11 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
 import { loggerOptions } from '../../src/logger.js';
 import { createMailer } from '../../src/mail/mailer.js';
 import { signInLinkMessage } from '../../src/mail/messages.js';
-import { startServer } from '../../src/server.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
+import { startLocalServer } from '../helpers/listening.js';
 import { cookiesOf, linkForm, signInOwner, useLink } from '../helpers/owner.js';
 import { ADMIN_TOKEN, ISSUER, startTestServer } from '../helpers/server.js';
 import { linkIn, startSmtp, type TestSmtp } from '../helpers/smtp.js';
@@ -69,10 +68,9 @@ describe(`mail to owners (${storeName})`, () => {
     'names the mail mode in the start banner’s values, never SMTP credentials',
     async () => {
       expect(createMailer({ from: 'x@example.com' }).describe()).toMatch(/^log-only/);
-      const env = { PORT: '0', HOST: '127.0.0.1', ADMIN_PORT: '0', ADMIN_HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'silent', DATA_DIR: 'memory' };
-      const withSmtp = await startServer(loadConfig({ ...env, SMTP_URL: smtp.url.replace('smtp://', 'smtp://user:hunter2@') }));
-      await withSmtp.close();
-      expect(withSmtp.mail).toBe(smtp.url);
+      const withSmtp = await startLocalServer({ ADMIN_TOKEN, SMTP_URL: smtp.url.replace('smtp://', 'smtp://user:hunter2@') });
+      await withSmtp.stop();
+      expect(withSmtp.server.mail).toBe(smtp.url);
     },
     90_000,
   );

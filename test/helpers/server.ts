@@ -32,7 +32,7 @@ export interface TestServerOptions {
 
 /** Both listeners over a fresh database of the store under test, driven with `inject`. */
 export async function startTestServer(env: Partial<Env> = {}, options: TestServerOptions = {}): Promise<TestServer> {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const config = loadConfig({
     DATA_DIR: 'memory',
     ISSUER,

@@ -156,7 +156,7 @@ describe(`GET /metrics on the admin listener (${storeName})`, () => {
 
 describe(`the running server (${storeName})`, () => {
   it('serves /metrics over HTTP on the admin listener, with the process metrics, to a scraper without a token', async () => {
-    const local = await startLocalServer({ ADMIN_TOKEN, DATA_DIR: 'memory' });
+    const local = await startLocalServer({ ADMIN_TOKEN });
     const { server } = local;
     try {
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
