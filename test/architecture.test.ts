@@ -73,15 +73,16 @@ const STORE_SLICES: Record<string, string[]> = {
   account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals', 'agentKeys'],
   // The rules of a key and its registration, which the audit log records with who acted.
   'agent-keys': ['agentKeys', 'auditLog', 'serverKeys'],
-  flows: ['signIns', 'agents', 'agentKeys', 'auditLog'],
+  // The sign-in, and the checks of /authorize: the website and the resource it starts a sign-in for.
+  flows: ['signIns', 'agents', 'agentKeys', 'auditLog', 'clients', 'resources'],
   // Clients that are documents (Client ID Metadata Documents, an agent's own) or registered themselves.
   clients: ['clients', 'agents', 'agentKeys'],
   tokens: ['clients', 'grants', 'grantAdmin', 'agents', 'resources'],
   owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners', 'agents'],
   logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],
-  // /authorize reads the website and the resource it starts a sign-in for; /readyz pings the store; the JWKS asks whether resources exist.
-  routes: ['clients', 'maintenance', 'resources'],
+  // /readyz pings the store; the JWKS asks whether resources exist.
+  routes: ['maintenance', 'resources'],
   admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners', 'resources'],
   console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries', 'resources'],
 };
@@ -164,6 +165,10 @@ describe('the architecture of src/', () => {
   it('lets only the HTTP layer and the wiring look services up; the rest is handed what it needs', () => {
     const lookups = files.filter((f) => !SERVICE_USERS.has(room(f)) && /\.services\b|\bServices\b|services\.js'/.test(code(f)));
     expect(lookups).toEqual([]);
+  });
+
+  it('hands the services in: no module reaches them through the request', () => {
+    expect(files.filter((f) => /\brequest\.server\.services\b/.test(code(f)))).toEqual([]);
   });
 
   it('lets each room touch only its store slices, and builds the store in one place', () => {

@@ -29,7 +29,7 @@ import signOutRoute from './sign-out.js';
  * (which no HTML form can send) from this server's origin (CSRF). Pages and API answers are never cached.
  */
 export default async function accountPlugin(app: FastifyInstance) {
-  const { config } = app.services;
+  const { config, metrics } = app.services;
   const issuerOrigin = new URL(config.issuer).origin;
   const cookieName = sessionCookie(config).name;
   await app.register(fastifyCookie);
@@ -46,8 +46,8 @@ export default async function accountPlugin(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const error = toOAuthError(err, request);
     const { html, formOrJson } = request.routeOptions.config ?? {};
-    if (!html || (formOrJson && !isBrowserForm(request))) return sendError(error, request, reply, false);
-    app.services.metrics.failures.inc({ error: error.error, route: routeLabel(request) });
+    if (!html || (formOrJson && !isBrowserForm(request))) return sendError(metrics.failures, error, request, reply, false);
+    metrics.failures.inc({ error: error.error, route: routeLabel(request) });
     return renderAccountError(request, reply, error);
   });
 

@@ -57,9 +57,11 @@ export interface NewSignIn {
 const overdue = (r: string) => `${r}.status IN ('pending', 'authenticated') AND ${r}.expires_at <= now()`;
 const RECORD_EXPIRY = `status = 'error', error = 'request_expired'`;
 
+/** The one expiry rule, as a column of the request `r`: overdue now, or its expiry already recorded. */
+export const expiredColumn = (r: string) => `(${overdue(r)} OR ${r}.error = 'request_expired') AS expired`;
+
 const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
-  r.approval, r.match_code,
-  (${overdue('r')} OR r.error = 'request_expired') AS expired`;
+  r.approval, r.match_code, ${expiredColumn('r')}`;
 
 /** Where a completed or denied request sends the browser, and who it was for (the audit log line). */
 export interface EndedSignIn {
