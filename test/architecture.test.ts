@@ -27,6 +27,7 @@ const FLOORS: Record<string, number> = {
   owners: 6,
   passkeys: 6,
   approvals: 6,
+  'owner-flows': 6,
   logout: 6,
   'services.ts': 7,
   plugins: 8,
@@ -65,12 +66,14 @@ const STORE_SLICES: Record<string, string[]> = {
   oidc: ['serverKeys'],
   // DPoP proofs already accepted, on every instance.
   dpop: ['dpopProofs'],
-  // Passkeys: their own rows and challenges; signing in with one starts an owner session.
-  passkeys: ['passkeys', 'ownerSessions', 'auditLog'],
-  // The owner's decision on a waiting sign-in, checked with their passkeys.
-  approvals: ['approvals', 'passkeys'],
-  // The portal: the owner's own settings and sessions; everything else through src/owners.
-  account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals', 'agentKeys'],
+  // Passkeys: their own rows and challenges.
+  passkeys: ['passkeys'],
+  // The mail that asks an owner for their approval.
+  approvals: ['approvals'],
+  // The person's flows: signing in (a session and its history row), the step-up, settings and passkeys, approval.
+  'owner-flows': ['emailLinks', 'ownerSessions', 'passkeys', 'owners', 'auditLog', 'approvals'],
+  // The portal reads what it shows (OWNER_READS); every change goes through src/owner-flows and src/owners.
+  account: ['owners', 'auditLog', 'passkeys', 'approvals'],
   // The rules of a key and its registration, which the audit log records with who acted.
   'agent-keys': ['agentKeys', 'auditLog', 'serverKeys'],
   // The sign-in, and the checks of /authorize: the website and the resource it starts a sign-in for.
@@ -89,6 +92,9 @@ const STORE_SLICES: Record<string, string[]> = {
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,
 // which render through the reply: flows and token operations take plain values.
+// What the portal may call on its slices: reads. The person's flows write (src/owner-flows), not the routes.
+const OWNER_READS = new Set(['settings', 'count', 'list', 'pending', 'ofOwner']);
+
 const FASTIFY_BELOW_PLUGINS = new Set(['logger.ts', 'pages']);
 
 const SRC = 'src';
@@ -183,6 +189,14 @@ describe('the architecture of src/', () => {
     expect(touched).toEqual([]);
     const built = files.filter((f) => !['store', 'services.ts'].includes(room(f)) && /\bcreate\w*Store\b/.test(code(f)));
     expect(built).toEqual([]);
+  });
+
+  it('lets no route of the portal write the store: it parses, calls a flow and renders', () => {
+    const writes = files
+      .filter((f) => room(f) === 'account')
+      .flatMap((f) => [...code(f).matchAll(/\bstore\.(\w+)\.(\w+)/g)].map((m) => `${f}: store.${m[1]}.${m[2]}`))
+      .filter((call) => !OWNER_READS.has(call.split('.').at(-1)!));
+    expect(writes).toEqual([]);
   });
 
   it('keeps Fastify in the HTTP floors: flows and token operations take plain values', () => {

@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { approvalOptions, approve, deny } from '../approvals/decide.js';
 import { requestIdSchema } from '../flows/sign-in.js';
 import { redirectOrigin } from '../oauth/redirect.js';
+import { approvalOptions, approve, deny } from '../owner-flows/approval.js';
 import { BODY_REFUSED, errorResponses, UNAVAILABLE } from '../routes/responses.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';

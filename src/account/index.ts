@@ -1,7 +1,8 @@
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { UnsupportedMediaType } from '../errors.js';
-import { currentOwner, sessionCookie } from '../owners/sessions.js';
+import type { StartedSession } from '../owner-flows/sign-in.js';
+import { currentOwner, SESSION_LIFETIMES, sessionCookie } from '../owners/sessions.js';
 import { emptyJsonIsEmptyObject } from '../plugins/empty-json.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
@@ -34,6 +35,10 @@ export default async function accountPlugin(app: FastifyInstance) {
   const cookieName = sessionCookie(config).name;
   await app.register(fastifyCookie);
   app.decorateRequest('owner', null);
+  app.decorateReply('ownerSession', function (started: StartedSession) {
+    const { name, attributes } = sessionCookie(config);
+    return this.setCookie(name, started.sessionSecret, { ...attributes, maxAge: SESSION_LIFETIMES.absoluteSeconds });
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('cache-control', 'no-store');
     const secret = request.cookies[cookieName];
