@@ -21,7 +21,7 @@ const FLOORS: Record<string, number> = {
   oidc: 5,
   dpop: 5,
   pages: 5,
-  flows: 6,
+  'agent-sign-in': 6,
   clients: 6,
   tokens: 6,
   owners: 6,
@@ -77,17 +77,17 @@ const STORE_SLICES: Record<string, string[]> = {
   // The rules of a key and its registration, which the audit log records with who acted.
   'agent-keys': ['agentKeys', 'auditLog', 'serverKeys'],
   // The sign-in, and the checks of /authorize: the website and the resource it starts a sign-in for.
-  flows: ['signIns', 'agents', 'agentKeys', 'auditLog', 'clients', 'resources'],
+  'agent-sign-in': ['signIns', 'agents', 'agentKeys', 'auditLog', 'clients', 'resources'],
   // Clients that are documents (Client ID Metadata Documents, an agent's own) or registered themselves.
   clients: ['clients', 'agents', 'agentKeys'],
-  tokens: ['clients', 'grants', 'grantAdmin', 'agents', 'resources'],
-  owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners', 'agents'],
+  tokens: ['clients', 'grants', 'grantRecords', 'agents', 'resources'],
+  owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantRecords', 'owners', 'agents'],
   logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],
   // /readyz pings the store; the JWKS asks whether resources exist.
   routes: ['maintenance', 'resources'],
-  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners', 'resources'],
-  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries', 'resources'],
+  admin: ['clients', 'agents', 'grantRecords', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners', 'resources'],
+  console: ['clients', 'agents', 'grantRecords', 'consoleSessions', 'logoutDeliveries', 'resources'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,
@@ -189,6 +189,21 @@ describe('the architecture of src/', () => {
     expect(touched).toEqual([]);
     const built = files.filter((f) => !['store', 'services.ts'].includes(room(f)) && /\bcreate\w*Store\b/.test(code(f)));
     expect(built).toEqual([]);
+  });
+
+  it('lists the same store slices per room in src/README.md', () => {
+    const readme = readFileSync(join(SRC, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('<!-- store-slices -->'), readme.indexOf('<!-- /store-slices -->'));
+    const listed = Object.fromEntries(
+      [...table.matchAll(/^\| `([\w.-]+)`\s*\|([^|]+)\|/gm)].map((m) => [
+        m[1],
+        m[2]
+          .replace(/\(.*?\)/g, '')
+          .split(',')
+          .map((x) => x.trim()),
+      ]),
+    );
+    expect(listed).toEqual(STORE_SLICES);
   });
 
   it('lets no route of the portal write the store: it parses, calls a flow and renders', () => {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requestIdSchema } from '../flows/sign-in.js';
+import { requestIdSchema } from '../agent-sign-in/sign-in.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import { approvalOptions, approve, deny } from '../owner-flows/approval.js';
 import { BODY_REFUSED, errorResponses, UNAVAILABLE } from '../routes/responses.js';

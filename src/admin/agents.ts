@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { agentRecords } from '../tokens/revocation.js';
+import { agentWrites } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
 import { agentView, atLeastOne, name } from './schemas.js';
 
@@ -19,5 +19,5 @@ export default adminResource({
   view: agentView,
   create: agentCreate,
   patch: agentPatch,
-  records: (services, context) => agentRecords(services, context),
+  records: (services, context) => agentWrites(services, context),
 });

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
 import { type AddressRules, logoutUriProblem } from '../logout/delivery-address.js';
 import { DEFAULT_SIGNING_ALG, SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
-import { clientRecords } from '../tokens/revocation.js';
+import { clientWrites } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
 import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schemas.js';
 
@@ -59,7 +59,7 @@ export default adminResource({
   view: clientView,
   create: clientCreate,
   patch: clientPatch,
-  records: (services, context) => clientRecords(services, context),
+  records: (services, context) => clientWrites(services, context),
   check: ({ config }, body) => checkLogoutUri(config, body.backchannel_logout_uri),
   present: ({ config }, row) => ({ ...row, id_token_signed_response_alg: effectiveIdTokenAlg(config, row.id_token_signed_response_alg) }),
 });

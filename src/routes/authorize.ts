@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authorize, type AuthorizeParameter, MAX_LENGTH } from '../flows/authorization-request.js';
+import { authorize, type AuthorizeParameter, MAX_LENGTH } from '../agent-sign-in/authorization-request.js';
 import { renderSignInPage } from '../pages/sign-in-pages.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import type { Client } from '../store/clients.js';

@@ -128,12 +128,14 @@ export function createSignInStore(db: Db) {
       return rows[0];
     },
 
-    async get(id: string): Promise<SignInState | undefined> {
+    /** The sign-in's state; observing it records its expiry when it is overdue (recordExpiry). */
+    async observe(id: string): Promise<SignInState | undefined> {
       const { rows } = await db.query<SignInState>(`SELECT ${STATE_COLUMNS} FROM auth_requests r WHERE r.id = $1`, [id]);
       return recordExpiry(rows[0]);
     },
 
-    async getDetails(id: string): Promise<SignInDetails | undefined> {
+    /** As observe, with what the approval page shows. */
+    async observeDetails(id: string): Promise<SignInDetails | undefined> {
       const { rows } = await db.query<SignInDetails>(
         `SELECT ${STATE_COLUMNS}, r.scope, c.name AS client_name, a.name AS agent_name, u.email
          FROM auth_requests r

@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authenticate, complete, deny, loadBrowserSignIn, start, status, tryComplete } from '../../src/agent-sign-in/sign-in.js';
 import { loadConfig } from '../../src/config.js';
 import type { EventName, EventPayloads } from '../../src/events/catalogue.js';
 import type { EventContext } from '../../src/events/emitter.js';
-import { authenticate, complete, deny, loadBrowserSignIn, start, status, tryComplete } from '../../src/flows/sign-in.js';
 import type { Log } from '../../src/logger.js';
 import { openServices, type Services } from '../../src/services.js';
 import { createTestDatabase, storeName } from '../helpers/database.js';
 import { pkce } from '../helpers/flow.js';
 
 /**
- * The sign-in state machine called directly, without HTTP (src/flows/sign-in.ts): the same store the
+ * The sign-in state machine called directly, without HTTP (src/agent-sign-in/sign-in.ts): the same store the
  * server runs on, the flow's functions given plain values. The HTTP tests beside this one drive the
  * same transitions through the routes.
  */

@@ -1,9 +1,9 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authenticate, start } from '../../src/agent-sign-in/sign-in.js';
 import { randomToken, sha256 } from '../../src/crypto/secrets.js';
 import type { EventName } from '../../src/events/catalogue.js';
 import type { EventContext } from '../../src/events/emitter.js';
-import { authenticate, start } from '../../src/flows/sign-in.js';
 import { approvalOptions, approve, deny } from '../../src/owner-flows/approval.js';
 import { addPasskey, changeSettings, ownerView, removePasskey, renamePasskey } from '../../src/owner-flows/settings.js';
 import { openEmailLink, signInByEmailLink, signInByPasskey, signOut } from '../../src/owner-flows/sign-in.js';

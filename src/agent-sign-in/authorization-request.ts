@@ -172,7 +172,7 @@ export async function checkAuthorization(deps: AuthorizeDeps, query: AuthorizeQu
 }
 
 /**
- * GET /authorize: checks the request and starts its sign-in (src/flows/sign-in.ts, start); the
+ * GET /authorize: checks the request and starts its sign-in (src/agent-sign-in/sign-in.ts, start); the
  * caller binds the browser with `bindingSecret` and shows the page.
  */
 export async function authorize(deps: AuthorizeDeps, query: AuthorizeQuery, context: EventContext) {

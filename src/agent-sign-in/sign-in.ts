@@ -1,9 +1,9 @@
 import { type AssertedAgent, type AssertionDeps, checkAssertion } from '../agent-keys/assertion.js';
 import type { Config } from '../config.js';
 import { generateMatchCode, safeEqual, verifySecret } from '../crypto/secrets.js';
+import type { SignInChanges, SignInWatch } from '../db/sign-in-changes.js';
 import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, RedirectOriginMismatch } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
-import type { SignInChanges, SignInWatch } from '../events/sign-in-changes.js';
 import { redirectOrigin, redirectToClient } from '../oauth/redirect.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
@@ -171,7 +171,7 @@ export async function authenticate(deps: SignInDeps, proof: AgentProof, context:
 
   const mustCheck = expectedOrigin !== undefined || (deps.config.owners.requireVerifiedEmail && !agent.email_verified);
   if (mustCheck) {
-    const refused = checkTarget(deps, await observe(deps, store.signIns.getDetails(requestId), context), agent, expectedOrigin);
+    const refused = checkTarget(deps, await observe(deps, store.signIns.observeDetails(requestId), context), agent, expectedOrigin);
     if (refused) throw await refuse(refused);
   }
 
@@ -182,7 +182,7 @@ export async function authenticate(deps: SignInDeps, proof: AgentProof, context:
     if (authenticated.approval === 'pending') events.emit('sign-in.approval_requested', facts, context);
     return authenticatedAnswer(requestId, authenticated);
   }
-  const answer = afterRefusedWrite(await observe(deps, store.signIns.getDetails(requestId), context), proof);
+  const answer = afterRefusedWrite(await observe(deps, store.signIns.observeDetails(requestId), context), proof);
   if (Array.isArray(answer)) throw await refuse(answer);
   return answer;
 }
@@ -213,7 +213,7 @@ export async function loadBrowserSignIn(
   /** True: a completed sign-in is loaded too, for its browser to complete again (tryComplete). */
   completed = false,
 ): Promise<BrowserSignIn> {
-  const details = await observe(deps, deps.store.signIns.getDetails(requestId), context);
+  const details = await observe(deps, deps.store.signIns.observeDetails(requestId), context);
   if (!details) throw new NotFound('the authorization request does not exist');
   const ended = endedError(details, 400);
   if (ended) throw ended;
@@ -307,7 +307,7 @@ async function awaitChange(
 
 /** A sign-in's state as check-status reports it; with `wait`, once it changes (a long poll). */
 export async function status(deps: SignInDeps, requestId: string, context: EventContext, wait?: StatusWait): Promise<StatusAnswer> {
-  const read = () => observe(deps, deps.store.signIns.get(requestId), context);
+  const read = () => observe(deps, deps.store.signIns.observe(requestId), context);
   const watch = wait ? deps.signInChanges.watch(requestId) : undefined;
   let state: SignInState | undefined;
   try {

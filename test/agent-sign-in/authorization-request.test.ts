@@ -11,7 +11,7 @@ import {
   checkScope,
   optional,
   required,
-} from '../../src/flows/authorization-request.js';
+} from '../../src/agent-sign-in/authorization-request.js';
 import type { Services } from '../../src/services.js';
 import type { Client } from '../../src/store/clients.js';
 import { storeName } from '../helpers/database.js';
@@ -30,7 +30,7 @@ function refusal(step: () => unknown) {
 }
 
 /**
- * The rules of GET /authorize, step by step and without HTTP (src/flows/authorization-request.ts):
+ * The rules of GET /authorize, step by step and without HTTP (src/agent-sign-in/authorization-request.ts):
  * test/routes/authorize.test.ts drives the same rules through the route and its pages.
  */
 describe('the checks of an authorization request, one by one', () => {
