@@ -31,6 +31,7 @@ const FLOORS: Record<string, number> = {
   logout: 6,
   'services.ts': 7,
   plugins: 8,
+  shapes: 8,
   routes: 9,
   admin: 9,
   console: 9,
@@ -204,6 +205,18 @@ describe('the architecture of src/', () => {
       ]),
     );
     expect(listed).toEqual(STORE_SLICES);
+  });
+
+  it('has one rule for the id of a record in a request (src/shapes/ids.ts), beside the protocol ids', () => {
+    const own = /\b(?:id|\w+Id|\w+_id|jti|kid)\s*[:=]\s*z\s*\.string\(\)\s*\.(?:min|max)\(/;
+    expect(files.filter((f) => room(f) !== 'shapes' && own.test(code(f)))).toEqual([]);
+  });
+
+  it('lists every subscriber of the events in src/README.md', () => {
+    const readme = readFileSync(join(SRC, 'README.md'), 'utf8');
+    const list = readme.slice(readme.indexOf('<!-- subscribers -->'), readme.indexOf('<!-- /subscribers -->'));
+    const listed = [...list.matchAll(/^- `([\w/.-]+)`/gm)].map((m) => join(SRC, m[1])).sort();
+    expect(files.filter((f) => /\bevents\.on\(/.test(code(f))).sort()).toEqual(listed);
   });
 
   it('lets no route of the portal write the store: it parses, calls a flow and renders', () => {

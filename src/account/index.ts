@@ -1,11 +1,11 @@
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { UnsupportedMediaType } from '../errors.js';
 import type { StartedSession } from '../owner-flows/sign-in.js';
 import { currentOwner, SESSION_LIFETIMES, sessionCookie } from '../owners/sessions.js';
 import { emptyJsonIsEmptyObject } from '../plugins/empty-json.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
+import { requireJson } from '../shapes/json-only.js';
 import agentKeyRoutes from './agent-keys.js';
 import agentPages from './agent-pages.js';
 import agentRoutes from './agents.js';
@@ -68,7 +68,7 @@ export default async function accountPlugin(app: FastifyInstance) {
     api.addHook('onRequest', async (request) => {
       signedInOwner(request);
       if (request.method === 'GET' || request.method === 'HEAD') return;
-      if (request.headers['content-type']?.split(';')[0].trim().toLowerCase() !== 'application/json') throw new UnsupportedMediaType();
+      requireJson(request);
       refuseForeignOrigin(request, issuerOrigin);
     });
     guardProtection(api);

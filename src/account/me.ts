@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { atLeastOne } from '../admin/schemas.js';
 import { changeSettings, ownerView } from '../owner-flows/settings.js';
 import { requestEmailChange } from '../owners/email-link.js';
 import { settingsWeakening } from '../owners/protection.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
+import { atLeastOne } from '../shapes/bodies.js';
+import { passkeyView } from '../shapes/views.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
 import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
@@ -17,7 +18,7 @@ const meView = z.object({
   email_verified: z.boolean().describe('a sign-in link sent to this address has been used since it was set'),
   approval_policy: z.enum(APPROVAL_POLICIES),
   notify_new_website: z.boolean(),
-  passkeys: z.array(z.object({ id: z.string(), name: z.string().nullable(), created_at: z.date(), last_used_at: z.date().nullable() })),
+  passkeys: z.array(passkeyView),
 });
 
 const mePatch = atLeastOne(z.strictObject({ approval_policy: z.enum(APPROVAL_POLICIES).optional(), notify_new_website: z.boolean().optional() }));

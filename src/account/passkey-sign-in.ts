@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { UnsupportedMediaType } from '../errors.js';
 import { signInByPasskey } from '../owner-flows/sign-in.js';
 import { assertionOptions } from '../passkeys/webauthn.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
+import { requireJson } from '../shapes/json-only.js';
 import { refuseForeignOrigin } from './guards.js';
 import { assertionCredential, optionsJson } from './webauthn-schemas.js';
 
@@ -28,7 +28,7 @@ export default async function passkeySignInRoutes(fastify: FastifyInstance, opti
   // Each call issues or spends a challenge row before anyone is known: budgeted per address.
   const perAddress = app.limiter('passkey-sign-in-ip', config.rateLimits.passkeySignInPerIp, byAddress);
   const jsonFromHere = async (request: Parameters<typeof refuseForeignOrigin>[0]) => {
-    if (request.headers['content-type']?.split(';')[0].trim().toLowerCase() !== 'application/json') throw new UnsupportedMediaType();
+    requireJson(request);
     refuseForeignOrigin(request, options.issuerOrigin);
   };
 

@@ -3,16 +3,17 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { addPasskey, removePasskey, renamePasskey } from '../owner-flows/settings.js';
 import { registrationOptions } from '../passkeys/webauthn.js';
-import { displayText, idText } from '../protocol/text.js';
+import { displayText } from '../protocol/text.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
+import { idParams } from '../shapes/ids.js';
+import { passkeyView } from '../shapes/views.js';
 import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 import { optionsJson, registrationCredential } from './webauthn-schemas.js';
 
-const passkeyView = z.object({ id: z.string(), name: z.string(), created_at: z.date(), last_used_at: z.date().nullable() });
 const name = displayText(100).describe('a name the owner tells their passkeys apart by');
-const params = z.object({ id: idText() });
+const params = idParams;
 const failures = errorResponses({ 400: 'invalid_request: malformed, or the passkey could not be verified', ...BODY_REFUSED, 503: UNAVAILABLE });
 
 /**

@@ -3,10 +3,11 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Conflict, NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
+import { idParams } from '../shapes/ids.js';
 import type { RevocationLevel } from '../store/grant-records.js';
 import type { Store } from '../store/index.js';
 import { type RevocationDeps, revokeAtLevel } from '../tokens/revocation.js';
-import { agentView, idParams } from './schemas.js';
+import { agentView } from './schemas.js';
 
 const email = z.email().max(320);
 

@@ -14,6 +14,7 @@ import {
 import { throttledWarning } from '../logger.js';
 import type { Metrics } from '../metrics.js';
 import { renderErrorPage } from '../pages/sign-in-pages.js';
+import { NOT_AN_ID } from '../shapes/ids.js';
 import { routeLabel } from './metrics.js';
 
 declare module 'fastify' {
@@ -74,7 +75,12 @@ function describeValidation(err: FastifyError): string {
 /** Turns anything thrown into `{error, error_description}` (docs/protocol.md, Errors); never a stack trace. */
 export function toOAuthError(err: FastifyError, request: FastifyRequest): OAuthError {
   if (err instanceof OAuthError) return err;
-  if (err.validation) return new InvalidRequest(describeValidation(err));
+  if (err.validation) {
+    // An id no record can have, in the path (src/shapes/ids.ts): there is no such record.
+    const first = err.validation[0] as ValidationIssue | undefined;
+    if (err.validationContext === 'params' && first?.message === NOT_AN_ID) return new NotFound('no such record: the id cannot exist');
+    return new InvalidRequest(describeValidation(err));
+  }
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new UnsupportedMediaType();
   }

@@ -1,6 +1,7 @@
 import { loadConfig } from '../../src/config.js';
 import { openServices, type Services } from '../../src/services.js';
 import { createTestDatabase } from './database.js';
+import { pkce } from './flow.js';
 
 /**
  * The services of a process over a fresh test database, without any listener: for the tests that
@@ -16,5 +17,21 @@ export async function openTestServices(env: Record<string, string> = {}): Promis
       await services.db.close();
       await database.drop();
     },
+  };
+}
+
+/** What /authorize records for a sign-in at `client` (src/agent-sign-in/sign-in.ts, start), for the flows called directly. */
+export function newSignIn(
+  client: { client_id: string; redirect_uris: string[] },
+  fields: { state?: string; scope?: string; login_hint?: string } = {},
+) {
+  return {
+    client_id: client.client_id,
+    redirect_uri: client.redirect_uris[0],
+    state: fields.state ?? 'st4te',
+    code_challenge: pkce().challenge,
+    scope: fields.scope ?? 'openid email',
+    login_hint: fields.login_hint ?? null,
+    nonce: null,
   };
 }

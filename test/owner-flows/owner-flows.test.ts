@@ -12,8 +12,7 @@ import { currentOwner } from '../../src/owners/sessions.js';
 import { assertionOptions, registrationOptions } from '../../src/passkeys/webauthn.js';
 import type { Services } from '../../src/services.js';
 import { storeName } from '../helpers/database.js';
-import { pkce } from '../helpers/flow.js';
-import { openTestServices } from '../helpers/services.js';
+import { newSignIn, openTestServices } from '../helpers/services.js';
 import { SoftwareAuthenticator } from '../helpers/webauthn.js';
 
 const ISSUER = 'https://auth.example';
@@ -154,19 +153,7 @@ describe(`the owner's flows without HTTP (${storeName})`, () => {
     /** A sign-in of a new agent of `email`'s, authenticated and waiting for its owner. */
     async function waiting(email: string) {
       const agent = await services.store.agents.create({ email, name: 'Agent' });
-      const signIn = await start(
-        services,
-        {
-          client_id: client.client_id,
-          redirect_uri: client.redirect_uris[0],
-          state: 's',
-          code_challenge: pkce().challenge,
-          scope: 'openid',
-          login_hint: null,
-          nonce: null,
-        },
-        context,
-      );
+      const signIn = await start(services, newSignIn(client, { scope: 'openid' }), context);
       const proof = { requestId: signIn.id, agentId: agent.agent_id, credential: { secret: agent.agent_secret }, model: 'm' };
       expect(await authenticate(services, proof, context)).toMatchObject({ approval: 'pending' });
       return signIn.id;
