@@ -152,7 +152,7 @@ async function main() {
     // The owner's portal as alice: a session as her mailed link would start it (no mail server here).
     const ownerSignIn = async (page: Page) => {
       const { secret, hash } = newSessionSecret();
-      await server.services.store.ownerSessions.start({ sessionHash: hash, userId: aliceId, method: 'email_link', lifetimes: SESSION_LIFETIMES });
+      await server.services.store.ownerSessions.start(aliceId, { sessionHash: hash, method: 'email_link', lifetimes: SESSION_LIFETIMES });
       await page.context().addCookies([{ name: sessionCookie(server.services.config).name, value: secret, url: server.url }]);
     };
 

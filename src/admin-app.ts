@@ -28,7 +28,7 @@ export async function buildAdminApp(
   // The admin listener believes X-Forwarded-For only when ADMIN_TRUST_PROXY says so: it is reached
   // directly (or through a proxy of its own), and a header a caller sets must not reset its budget.
   const app = createFastify(services, { ...options, trustProxy: services.config.adminTrustProxy });
-  await app.register(errorHandler);
+  await app.register(errorHandler, { failures: services.metrics.failures });
   await app.register(metricsEndpoint);
   await app.register(rateLimits);
   const isAdminToken = adminTokenMatcher(adminTokenDigest);

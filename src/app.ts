@@ -31,7 +31,7 @@ import type { Services } from './services.js';
 /** The public listener: everything websites, agents and browsers talk to. */
 export async function buildApp(services: Services, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = createFastify(services, options);
-  await app.register(errorHandler);
+  await app.register(errorHandler, { failures: services.metrics.failures });
   await app.register(requestMetrics);
   await app.register(fastifyFormbody);
   await app.register(htmlPages);

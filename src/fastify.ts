@@ -116,7 +116,7 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
     routerOptions: { maxParamLength: 200 },
     // The router's own refusals (an over-long or badly encoded path parameter) bypass the error
     // handler; they get the same format. No browser route has path parameters, hence JSON.
-    frameworkErrors: (err, request, reply) => sendError(toOAuthError(err, request), request, reply, false),
+    frameworkErrors: (err, request, reply) => sendError(services.metrics.failures, toOAuthError(err, request), request, reply, false),
   });
   capConnectionsPerAddress(app.server, maxConnectionsPerIp, trustProxy);
   app.setValidatorCompiler(validatorCompiler);

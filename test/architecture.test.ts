@@ -21,15 +21,17 @@ const FLOORS: Record<string, number> = {
   oidc: 5,
   dpop: 5,
   pages: 5,
-  flows: 6,
+  'agent-sign-in': 6,
   clients: 6,
   tokens: 6,
   owners: 6,
   passkeys: 6,
   approvals: 6,
+  'owner-flows': 6,
   logout: 6,
   'services.ts': 7,
   plugins: 8,
+  shapes: 8,
   routes: 9,
   admin: 9,
   console: 9,
@@ -65,30 +67,36 @@ const STORE_SLICES: Record<string, string[]> = {
   oidc: ['serverKeys'],
   // DPoP proofs already accepted, on every instance.
   dpop: ['dpopProofs'],
-  // Passkeys: their own rows and challenges; signing in with one starts an owner session.
-  passkeys: ['passkeys', 'ownerSessions', 'auditLog'],
-  // The owner's decision on a waiting sign-in, checked with their passkeys.
-  approvals: ['approvals', 'passkeys'],
-  // The portal: the owner's own settings and sessions; everything else through src/owners.
-  account: ['owners', 'ownerSessions', 'auditLog', 'passkeys', 'approvals', 'agentKeys'],
+  // Passkeys: their own rows and challenges.
+  passkeys: ['passkeys'],
+  // The mail that asks an owner for their approval.
+  approvals: ['approvals'],
+  // The person's flows: signing in (a session and its history row), the step-up, settings and passkeys, approval.
+  'owner-flows': ['emailLinks', 'ownerSessions', 'passkeys', 'owners', 'auditLog', 'approvals'],
+  // The portal reads what it shows (OWNER_READS); every change goes through src/owner-flows and src/owners.
+  account: ['owners', 'auditLog', 'passkeys', 'approvals'],
   // The rules of a key and its registration, which the audit log records with who acted.
   'agent-keys': ['agentKeys', 'auditLog', 'serverKeys'],
-  // The owner path (flows/owner-sign-in.ts) makes the owner's agent for a client.
-  flows: ['signIns', 'agents', 'agentKeys', 'auditLog', 'clientAgents'],
+  // The sign-in, and the checks of /authorize: the website and the resource it starts a sign-in for; the owner
+  // path (agent-sign-in/owner-sign-in.ts) makes the owner's agent for a client.
+  'agent-sign-in': ['signIns', 'agents', 'agentKeys', 'auditLog', 'clients', 'resources', 'clientAgents'],
   // Clients that are documents (Client ID Metadata Documents, an agent's own) or registered themselves.
   clients: ['clients', 'agents', 'agentKeys'],
-  tokens: ['clients', 'grants', 'grantAdmin', 'agents', 'resources'],
-  owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantAdmin', 'owners', 'agents'],
+  tokens: ['clients', 'grants', 'grantRecords', 'agents', 'resources'],
+  owners: ['emailLinks', 'ownerSessions', 'ownerAgents', 'auditLog', 'grantRecords', 'owners', 'agents'],
   logout: ['logoutDeliveries'],
   jobs: ['signIns', 'maintenance'],
-  // /authorize reads the website and the resource it starts a sign-in for; /readyz pings the store; the JWKS asks whether resources exist.
-  routes: ['clients', 'maintenance', 'resources'],
-  admin: ['clients', 'agents', 'grantAdmin', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners', 'resources'],
-  console: ['clients', 'agents', 'grantAdmin', 'consoleSessions', 'logoutDeliveries', 'resources'],
+  // /readyz pings the store; the JWKS asks whether resources exist.
+  routes: ['maintenance', 'resources'],
+  admin: ['clients', 'agents', 'grantRecords', 'auditLog', 'serverKeys', 'logoutDeliveries', 'owners', 'resources'],
+  console: ['clients', 'agents', 'grantRecords', 'consoleSessions', 'logoutDeliveries', 'resources'],
 };
 
 // Fastify stays in the HTTP floors (plugins and up), but for the logger's options and the pages,
 // which render through the reply: flows and token operations take plain values.
+// What the portal may call on its slices: reads. The person's flows write (src/owner-flows), not the routes.
+const OWNER_READS = new Set(['settings', 'count', 'list', 'pending', 'ofOwner']);
+
 const FASTIFY_BELOW_PLUGINS = new Set(['logger.ts', 'pages']);
 
 const SRC = 'src';
@@ -167,6 +175,10 @@ describe('the architecture of src/', () => {
     expect(lookups).toEqual([]);
   });
 
+  it('hands the services in: no module reaches them through the request', () => {
+    expect(files.filter((f) => /\brequest\.server\.services\b/.test(code(f)))).toEqual([]);
+  });
+
   it('lets each room touch only its store slices, and builds the store in one place', () => {
     const touched = files.flatMap((f) => {
       const allowed = room(f) === 'store' ? undefined : (STORE_SLICES[room(f)] ?? []);
@@ -179,6 +191,41 @@ describe('the architecture of src/', () => {
     expect(touched).toEqual([]);
     const built = files.filter((f) => !['store', 'services.ts'].includes(room(f)) && /\bcreate\w*Store\b/.test(code(f)));
     expect(built).toEqual([]);
+  });
+
+  it('lists the same store slices per room in src/README.md', () => {
+    const readme = readFileSync(join(SRC, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('<!-- store-slices -->'), readme.indexOf('<!-- /store-slices -->'));
+    const listed = Object.fromEntries(
+      [...table.matchAll(/^\| `([\w.-]+)`\s*\|([^|]+)\|/gm)].map((m) => [
+        m[1],
+        m[2]
+          .replace(/\(.*?\)/g, '')
+          .split(',')
+          .map((x) => x.trim()),
+      ]),
+    );
+    expect(listed).toEqual(STORE_SLICES);
+  });
+
+  it('has one rule for the id of a record in a request (src/shapes/ids.ts), beside the protocol ids', () => {
+    const own = /\b(?:id|\w+Id|\w+_id|jti|kid)\s*[:=]\s*z\s*\.string\(\)\s*\.(?:min|max)\(/;
+    expect(files.filter((f) => room(f) !== 'shapes' && own.test(code(f)))).toEqual([]);
+  });
+
+  it('lists every subscriber of the events in src/README.md', () => {
+    const readme = readFileSync(join(SRC, 'README.md'), 'utf8');
+    const list = readme.slice(readme.indexOf('<!-- subscribers -->'), readme.indexOf('<!-- /subscribers -->'));
+    const listed = [...list.matchAll(/^- `([\w/.-]+)`/gm)].map((m) => join(SRC, m[1])).sort();
+    expect(files.filter((f) => /\bevents\.on\(/.test(code(f))).sort()).toEqual(listed);
+  });
+
+  it('lets no route of the portal write the store: it parses, calls a flow and renders', () => {
+    const writes = files
+      .filter((f) => room(f) === 'account')
+      .flatMap((f) => [...code(f).matchAll(/\bstore\.(\w+)\.(\w+)/g)].map((m) => `${f}: store.${m[1]}.${m[2]}`))
+      .filter((call) => !OWNER_READS.has(call.split('.').at(-1)!));
+    expect(writes).toEqual([]);
   });
 
   it('keeps Fastify in the HTTP floors: flows and token operations take plain values', () => {

@@ -4,11 +4,12 @@ import { z } from 'zod';
 import { addAgentKey, addedKeyView, deleteAgentKey, KEY_KINDS, keyView, kidSchema, listAgentKeys, newKeyBody } from '../agent-keys/registration.js';
 import { assertOwnAgent } from '../owners/agents.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
+import { idParams } from '../shapes/ids.js';
 import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
-const agentParams = z.object({ id: z.string().min(1).max(200) });
+const agentParams = idParams;
 const NOT_FOUND = 'not_found: no such agent of this owner (another owner’s agent is not found either)';
 const errors = (more: Record<number, string>) => ({ ...OWNER_API_ERRORS, ...errorResponses({ ...more, 503: UNAVAILABLE }) });
 

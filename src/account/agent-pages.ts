@@ -1,18 +1,14 @@
 import type { FastifyInstance } from 'fastify';
-import { z } from 'zod';
 import { listAgentKeys, REQUEST_SIGNING_KEYS } from '../agent-keys/registration.js';
 import { NotFound } from '../errors.js';
 import { sharedInWords } from '../oauth/scopes.js';
 import { ownAgent } from '../owners/agents.js';
 import { POLICY_CHOICES } from '../owners/protection.js';
+import { recordId } from '../shapes/ids.js';
 import { renderAccount } from './render.js';
 
-// No agent id holds a NUL (the database refuses it in text): such a path is an agent that does not exist.
-const agentId = z
-  .string()
-  .min(1)
-  .max(200)
-  .refine((id) => !id.includes('\0'));
+// An id that cannot exist is an agent that does not exist.
+const agentId = recordId();
 
 /**
  * GET /account/agents/:id: one of the owner's agents, the websites it is signed in to with a Revoke

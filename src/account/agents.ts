@@ -1,16 +1,17 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { atLeastOne, name, rotateBody } from '../admin/schemas.js';
 import { createAgent, deleteAgent, listAgents, ownAgent, revokeAll, revokeWebsite, rotateAgentSecret, updateAgent } from '../owners/agents.js';
 import { agentWeakening } from '../owners/protection.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
+import { atLeastOne, name, rotateBody } from '../shapes/bodies.js';
+import { recordId } from '../shapes/ids.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
 import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
-const id = z.string().min(1).max(200);
+const id = recordId();
 const agentParams = z.object({ id });
 const policy = z.enum(APPROVAL_POLICIES).nullable().describe('null: the owner’s approval_policy');
 

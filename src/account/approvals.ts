@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { approvalOptions, approve, deny } from '../approvals/decide.js';
-import { requestIdSchema } from '../flows/sign-in.js';
+import { requestIdSchema } from '../agent-sign-in/sign-in.js';
 import { redirectOrigin } from '../oauth/redirect.js';
+import { approvalOptions, approve, deny } from '../owner-flows/approval.js';
 import { BODY_REFUSED, errorResponses, UNAVAILABLE } from '../routes/responses.js';
+import { decision } from '../shapes/enums.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 import { assertionCredential, optionsJson } from './webauthn-schemas.js';
@@ -77,7 +78,7 @@ export default async function approvalRoutes(fastify: FastifyInstance) {
           'Approves or declines a sign-in. Approving needs fresh user verification: with a passkey, `credential` (an assertion with UV ' +
           'over this sign-in’s challenge); without one, an email-link sign-in within the last 5 minutes. Both are idempotent.',
         params,
-        body: z.object({ decision: z.enum(['approve', 'deny']), credential: assertionCredential.optional() }),
+        body: z.object({ decision, credential: assertionCredential.optional() }),
         response: { 200: z.object({}), ...OWNER_API_ERRORS, ...decisionErrors },
       },
     },

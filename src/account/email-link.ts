@@ -1,28 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { Forbidden, OAuthError } from '../errors.js';
-import { isUsableLink, requestEmailLink, signInWithEmailLink } from '../owners/email-link.js';
-import { linkFormCookie, linkFormToken, linkFormTokenMatches, newLinkFormNonce, SESSION_LIFETIMES, sessionCookie } from '../owners/sessions.js';
+import { Forbidden } from '../errors.js';
+import { openEmailLink, signInByEmailLink } from '../owner-flows/sign-in.js';
+import { requestEmailLink } from '../owners/email-link.js';
+import { linkFormCookie, linkFormToken, linkFormTokenMatches, newLinkFormNonce, SESSION_LIFETIMES } from '../owners/sessions.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, FORM_OR_JSON, htmlPage, noBody, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
-import type { LinkRefusal } from '../store/owner-sessions.js';
 import { isBrowserForm, refuseForeignOrigin } from './guards.js';
 import { renderAccount } from './render.js';
 
 const token = z.string().regex(/^[\w-]{43}$/, 'is not a sign-in link token');
-
-/** A link that is spent, expired or unknown: the page says so, and no cookie is set. */
-const REFUSALS: Record<LinkRefusal, string> = {
-  invalid_link: 'the sign-in link is spent, expired or unknown',
-  no_account: 'no owner has this email address',
-  email_taken: 'another account uses this email address now, so yours cannot move to it',
-};
-export class InvalidLink extends OAuthError {
-  constructor(error: LinkRefusal = 'invalid_link') {
-    super(error, REFUSALS[error], 400);
-  }
-}
 
 /**
  * Email-link sign-in (docs/protocol.md, "Owners"): ask for a link, open it (a page that spends
@@ -78,7 +66,7 @@ export default async function emailLinkRoutes(fastify: FastifyInstance, options:
       config: { html: true },
     },
     async (request, reply) => {
-      if (!(await isUsableLink(app.services, request.query.token))) throw new InvalidLink();
+      await openEmailLink(app.services, request.query.token);
       const nonce = newLinkFormNonce();
       const cookie = linkFormCookie(config);
       reply.setCookie(cookie.name, nonce, { ...cookie.attributes, maxAge: SESSION_LIFETIMES.idleSeconds });
@@ -108,16 +96,8 @@ export default async function emailLinkRoutes(fastify: FastifyInstance, options:
       if (!linkFormTokenMatches(request.cookies[linkCookie.name], request.body.csrf)) {
         throw new Forbidden('the sign-in form did not come from the link page in this browser');
       }
-      const started = await signInWithEmailLink(app.services, request.body.token, { log: request.log });
-      if (typeof started === 'string') throw new InvalidLink(started);
-      // A session this browser had before ends: the new one is the only one it holds.
-      if (request.owner) await app.services.store.ownerSessions.end(request.owner.hash);
-      const session = sessionCookie(config);
-      request.log.info('owner signed in by email link');
-      return reply
-        .clearCookie(linkCookie.name, linkCookie.attributes)
-        .setCookie(session.name, started.sessionSecret, { ...session.attributes, maxAge: SESSION_LIFETIMES.absoluteSeconds })
-        .redirect('/account', 303);
+      const started = await signInByEmailLink(app.services, request.body.token, request.owner?.hash, { log: request.log });
+      return reply.clearCookie(linkCookie.name, linkCookie.attributes).ownerSession(started).redirect('/account', 303);
     },
   );
 }

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { Forbidden, LoginRequired } from '../errors.js';
+import type { StartedSession } from '../owner-flows/sign-in.js';
 import type { OwnerSession } from '../store/owner-sessions.js';
 
 /** The owner signed in to /account: their session as the store has it, its digest and the cookie's secret. */
@@ -9,6 +10,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The owner whose live session the request carries (src/owners/sessions.ts), else null. */
     owner: SignedInOwner | null;
+  }
+  interface FastifyReply {
+    /**
+     * The cookie of a session an owner's sign-in has just started (src/owner-flows/sign-in.ts, which
+     * ended the session this browser held before): the new one is the only one it holds.
+     */
+    ownerSession(started: StartedSession): FastifyReply;
   }
   interface FastifyContextConfig {
     /** With `html`: a portal form that scripts may post as JSON; only the form gets pages back. */

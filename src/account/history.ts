@@ -5,15 +5,14 @@ import { auditQuery, eventView } from '../admin/audit-log.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import { listAgents } from '../owners/agents.js';
 import { errorResponses, UNAVAILABLE } from '../routes/responses.js';
+import { recordId } from '../shapes/ids.js';
 import type { Store } from '../store/index.js';
 import { signedInOwner } from './guards.js';
 import { historyInWords } from './history-words.js';
 import { renderAccount } from './render.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
-const historyQuery = auditQuery
-  .pick({ limit: true, cursor: true })
-  .extend({ agent_id: z.string().min(1).max(200).optional().describe('only this agent’s rows') });
+const historyQuery = auditQuery.pick({ limit: true, cursor: true }).extend({ agent_id: recordId().optional().describe('only this agent’s rows') });
 type HistoryQuery = z.output<typeof historyQuery>;
 
 const historyEventView = eventView.omit({ user_id: true, email: true }).extend({

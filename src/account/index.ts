@@ -1,10 +1,11 @@
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { UnsupportedMediaType } from '../errors.js';
-import { currentOwner, sessionCookie } from '../owners/sessions.js';
+import type { StartedSession } from '../owner-flows/sign-in.js';
+import { currentOwner, ownerSessionCookie, sessionCookie } from '../owners/sessions.js';
 import { emptyJsonIsEmptyObject } from '../plugins/empty-json.js';
 import { sendError, toOAuthError } from '../plugins/error-handler.js';
 import { routeLabel } from '../plugins/metrics.js';
+import { requireJson } from '../shapes/json-only.js';
 import agentKeyRoutes from './agent-keys.js';
 import agentPages from './agent-pages.js';
 import agentRoutes from './agents.js';
@@ -29,11 +30,14 @@ import signOutRoute from './sign-out.js';
  * (which no HTML form can send) from this server's origin (CSRF). Pages and API answers are never cached.
  */
 export default async function accountPlugin(app: FastifyInstance) {
-  const { config } = app.services;
+  const { config, metrics } = app.services;
   const issuerOrigin = new URL(config.issuer).origin;
   const cookieName = sessionCookie(config).name;
   await app.register(fastifyCookie);
   app.decorateRequest('owner', null);
+  app.decorateReply('ownerSession', function (started: StartedSession) {
+    return this.setCookie(...ownerSessionCookie(config, started.sessionSecret));
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('cache-control', 'no-store');
     const secret = request.cookies[cookieName];
@@ -46,8 +50,8 @@ export default async function accountPlugin(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const error = toOAuthError(err, request);
     const { html, formOrJson } = request.routeOptions.config ?? {};
-    if (!html || (formOrJson && !isBrowserForm(request))) return sendError(error, request, reply, false);
-    app.services.metrics.failures.inc({ error: error.error, route: routeLabel(request) });
+    if (!html || (formOrJson && !isBrowserForm(request))) return sendError(metrics.failures, error, request, reply, false);
+    metrics.failures.inc({ error: error.error, route: routeLabel(request) });
     return renderAccountError(request, reply, error);
   });
 
@@ -63,7 +67,7 @@ export default async function accountPlugin(app: FastifyInstance) {
     api.addHook('onRequest', async (request) => {
       signedInOwner(request);
       if (request.method === 'GET' || request.method === 'HEAD') return;
-      if (request.headers['content-type']?.split(';')[0].trim().toLowerCase() !== 'application/json') throw new UnsupportedMediaType();
+      requireJson(request);
       refuseForeignOrigin(request, issuerOrigin);
     });
     guardProtection(api);

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { atLeastOne } from '../admin/schemas.js';
-import { NotFound } from '../errors.js';
+import { changeSettings, ownerView } from '../owner-flows/settings.js';
 import { requestEmailChange } from '../owners/email-link.js';
 import { settingsWeakening } from '../owners/protection.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
+import { atLeastOne } from '../shapes/bodies.js';
+import { passkeyView } from '../shapes/views.js';
 import { APPROVAL_POLICIES } from '../store/owners.js';
 import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
@@ -17,7 +18,7 @@ const meView = z.object({
   email_verified: z.boolean().describe('a sign-in link sent to this address has been used since it was set'),
   approval_policy: z.enum(APPROVAL_POLICIES),
   notify_new_website: z.boolean(),
-  passkeys: z.array(z.object({ id: z.string(), name: z.string().nullable(), created_at: z.date(), last_used_at: z.date().nullable() })),
+  passkeys: z.array(passkeyView),
 });
 
 const mePatch = atLeastOne(z.strictObject({ approval_policy: z.enum(APPROVAL_POLICIES).optional(), notify_new_website: z.boolean().optional() }));
@@ -25,12 +26,6 @@ const mePatch = atLeastOne(z.strictObject({ approval_policy: z.enum(APPROVAL_POL
 /** GET and PATCH /account/api/me: the signed-in owner and their settings; POST …/me/email moves the account to another address. */
 export default async function meRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { store } = app.services;
-  // The owner's row goes with the session (ON DELETE CASCADE), so it is there while the session is.
-  const view = async (userId: string, settings: Awaited<ReturnType<typeof store.owners.settings>>) => {
-    if (!settings) throw new NotFound('no such owner');
-    return { ...settings, passkeys: await store.passkeys.list(userId) };
-  };
 
   app.get(
     '/account/api/me',
@@ -41,10 +36,7 @@ export default async function meRoutes(fastify: FastifyInstance) {
         response: { 200: meView, ...OWNER_API_ERRORS },
       },
     },
-    async (request) => {
-      const { user_id } = signedInOwner(request);
-      return view(user_id, await store.owners.settings(user_id));
-    },
+    async (request) => ownerView(app.services, signedInOwner(request).user_id),
   );
 
   app.patch(
@@ -65,12 +57,7 @@ export default async function meRoutes(fastify: FastifyInstance) {
       },
       config: { requireFresh: (request) => settingsWeakening(app.services, signedInOwner(request).user_id, request.body) },
     },
-    async (request) => {
-      const { user_id: userId } = signedInOwner(request);
-      const settings = await store.owners.updateSettings(userId, request.body);
-      await store.auditLog.recordAction({ actor: 'owner', event: 'owner_settings_changed', userId, detail: request.body });
-      return view(userId, settings);
-    },
+    async (request) => changeSettings(app.services, signedInOwner(request).user_id, request.body),
   );
 
   // Shares the budget per client address of asking for sign-in links: each call mails a link.

@@ -1,12 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { LoginRequired, UnsupportedMediaType } from '../errors.js';
-import { SESSION_LIFETIMES, sessionCookie } from '../owners/sessions.js';
-import { signInWithPasskey } from '../passkeys/sign-in.js';
-import { assertionOptions, PasskeyRefused } from '../passkeys/webauthn.js';
+import { signInByPasskey } from '../owner-flows/sign-in.js';
+import { assertionOptions } from '../passkeys/webauthn.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from '../routes/responses.js';
+import { requireJson } from '../shapes/json-only.js';
 import { refuseForeignOrigin } from './guards.js';
 import { assertionCredential, optionsJson } from './webauthn-schemas.js';
 
@@ -25,11 +24,11 @@ const failures = errorResponses({
  */
 export default async function passkeySignInRoutes(fastify: FastifyInstance, options: { issuerOrigin: string }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { config, store } = app.services;
+  const { config } = app.services;
   // Each call issues or spends a challenge row before anyone is known: budgeted per address.
   const perAddress = app.limiter('passkey-sign-in-ip', config.rateLimits.passkeySignInPerIp, byAddress);
   const jsonFromHere = async (request: Parameters<typeof refuseForeignOrigin>[0]) => {
-    if (request.headers['content-type']?.split(';')[0].trim().toLowerCase() !== 'application/json') throw new UnsupportedMediaType();
+    requireJson(request);
     refuseForeignOrigin(request, options.issuerOrigin);
   };
 
@@ -59,18 +58,8 @@ export default async function passkeySignInRoutes(fastify: FastifyInstance, opti
       onRequest: [perAddress, jsonFromHere],
     },
     async (request, reply) => {
-      let started;
-      try {
-        started = await signInWithPasskey(app.services, request.body.credential);
-      } catch (error) {
-        if (error instanceof PasskeyRefused) throw new LoginRequired(error.message);
-        throw error;
-      }
-      // A session this browser had before ends: the new one is the only one it holds.
-      if (request.owner) await store.ownerSessions.end(request.owner.hash);
-      const session = sessionCookie(config);
-      request.log.info('owner signed in with a passkey');
-      return reply.setCookie(session.name, started.sessionSecret, { ...session.attributes, maxAge: SESSION_LIFETIMES.absoluteSeconds }).send({});
+      const started = await signInByPasskey(app.services, request.body.credential, request.owner?.hash, { log: request.log });
+      return reply.ownerSession(started).send({});
     },
   );
 }

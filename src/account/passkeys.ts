@@ -1,18 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidRequest, NotFound } from '../errors.js';
-import { PasskeyRefused, register, registrationOptions } from '../passkeys/webauthn.js';
-import { displayText, idText } from '../protocol/text.js';
+import { addPasskey, removePasskey, renamePasskey } from '../owner-flows/settings.js';
+import { registrationOptions } from '../passkeys/webauthn.js';
+import { displayText } from '../protocol/text.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
+import { idParams } from '../shapes/ids.js';
+import { passkeyView } from '../shapes/views.js';
 import { FRESH_REQUIRED } from './fresh.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
 import { optionsJson, registrationCredential } from './webauthn-schemas.js';
 
-const passkeyView = z.object({ id: z.string(), name: z.string(), created_at: z.date(), last_used_at: z.date().nullable() });
 const name = displayText(100).describe('a name the owner tells their passkeys apart by');
-const params = z.object({ id: idText() });
+const params = idParams;
 const failures = errorResponses({ 400: 'invalid_request: malformed, or the passkey could not be verified', ...BODY_REFUSED, 503: UNAVAILABLE });
 
 /**
@@ -23,9 +24,6 @@ const failures = errorResponses({ 400: 'invalid_request: malformed, or the passk
  */
 export default async function passkeyRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { store } = app.services;
-  const audit = (userId: string, event: 'passkey_added' | 'passkey_renamed' | 'passkey_removed', detail: Record<string, unknown>) =>
-    store.auditLog.recordAction({ actor: 'owner', event, userId, detail });
 
   app.post(
     '/account/api/passkeys/registration-options',
@@ -56,18 +54,10 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
       config: { requireFresh: 'a passkey was added' },
     },
     async (request, reply) => {
-      const owner = signedInOwner(request);
-      const { credential } = request.body;
-      try {
-        const passkey = await register(app.services, owner.user_id, credential, request.body.name ?? 'Passkey');
-        await audit(owner.user_id, 'passkey_added', { passkey_id: passkey.id, name: passkey.name });
-        request.protectionChange = `the passkey “${passkey.name}” was added`;
-        request.log.info({ passkey_id: passkey.id }, 'owner registered a passkey');
-        return reply.code(201).send(passkey);
-      } catch (error) {
-        if (error instanceof PasskeyRefused) throw new InvalidRequest(error.message);
-        throw error;
-      }
+      const { user_id: userId } = signedInOwner(request);
+      const passkey = await addPasskey(app.services, userId, request.body.credential, request.body.name ?? 'Passkey', { log: request.log });
+      request.protectionChange = `the passkey “${passkey.name}” was added`;
+      return reply.code(201).send(passkey);
     },
   );
 
@@ -83,11 +73,7 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
       },
     },
     async (request) => {
-      const { user_id: userId } = signedInOwner(request);
-      const renamed = await store.passkeys.rename(request.params.id, userId, request.body.name);
-      if (!renamed) throw new NotFound('no such passkey');
-      await audit(userId, 'passkey_renamed', { passkey_id: renamed.id, name: renamed.name });
-      return renamed;
+      return renamePasskey(app.services, signedInOwner(request).user_id, request.params.id, request.body.name);
     },
   );
 
@@ -108,12 +94,8 @@ export default async function passkeyRoutes(fastify: FastifyInstance) {
       config: { requireFresh: 'a passkey was removed' },
     },
     async (request, reply) => {
-      const { user_id: userId } = signedInOwner(request);
-      const name = await store.passkeys.delete(request.params.id, userId);
-      if (name === undefined) throw new NotFound('no such passkey');
-      await audit(userId, 'passkey_removed', { passkey_id: request.params.id, name });
+      const name = await removePasskey(app.services, signedInOwner(request).user_id, request.params.id, { log: request.log });
       request.protectionChange = `the passkey “${name}” was removed`;
-      request.log.info({ passkey_id: request.params.id }, 'owner deleted a passkey');
       return reply.code(204).send(null);
     },
   );

@@ -1,9 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { FreshAuthenticationRequired } from '../errors.js';
-import { reauthenticate, reauthenticationOptions } from '../passkeys/sign-in.js';
-import { PasskeyRefused } from '../passkeys/webauthn.js';
+import { stepUp, stepUpOptions } from '../owner-flows/step-up.js';
 import { BODY_REFUSED, errorResponses, noBody, UNAVAILABLE } from '../routes/responses.js';
 import { signedInOwner } from './guards.js';
 import { OWNER_API_ERRORS } from './responses.js';
@@ -34,7 +32,7 @@ export default async function reauthenticateRoutes(fastify: FastifyInstance) {
         },
       },
     },
-    async (request) => reauthenticationOptions(app.services, signedInOwner(request)),
+    async (request) => stepUpOptions(app.services, signedInOwner(request)),
   );
 
   app.post(
@@ -57,13 +55,7 @@ export default async function reauthenticateRoutes(fastify: FastifyInstance) {
       },
     },
     async (request, reply) => {
-      try {
-        await reauthenticate(app.services, signedInOwner(request), request.body.credential);
-      } catch (error) {
-        if (error instanceof PasskeyRefused) throw new FreshAuthenticationRequired(error.message);
-        throw error;
-      }
-      request.log.info('owner confirmed with a passkey');
+      await stepUp(app.services, signedInOwner(request), request.body.credential, { log: request.log });
       return reply.code(204).send(null);
     },
   );

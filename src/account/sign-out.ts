@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Forbidden } from '../errors.js';
+import { signOut } from '../owner-flows/sign-in.js';
 import { formTokenMatches, sessionCookie } from '../owners/sessions.js';
 import { FORM_OR_JSON, noBody } from '../routes/responses.js';
 import { isBrowserForm, refuseForeignOrigin, signedInOwner } from './guards.js';
@@ -14,7 +15,7 @@ import { OWNER_API_ERRORS } from './responses.js';
  */
 export default async function signOutRoute(fastify: FastifyInstance, options: { issuerOrigin: string }) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { config, store } = app.services;
+  const { config } = app.services;
   const cookie = sessionCookie(config);
 
   app.post(
@@ -37,9 +38,7 @@ export default async function signOutRoute(fastify: FastifyInstance, options: { 
       if (form ? !formTokenMatches(owner.secret, request.body._csrf) : !String(request.headers['content-type']).startsWith('application/json')) {
         throw new Forbidden('sign out from the portal’s button, or as JSON');
       }
-      if (request.body.everywhere) await store.ownerSessions.endAll(owner.user_id);
-      else await store.ownerSessions.end(owner.hash);
-      request.log.info({ everywhere: Boolean(request.body.everywhere) }, 'owner signed out');
+      await signOut(app.services, owner, Boolean(request.body.everywhere), { log: request.log });
       reply.clearCookie(cookie.name, cookie.attributes);
       return form ? reply.redirect('/account', 303) : reply.code(204).send(null);
     },

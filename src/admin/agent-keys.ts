@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { addAgentKey, addedKeyView, deleteAgentKey, KEY_KINDS, keyView, kidSchema, listAgentKeys, newKeyBody } from '../agent-keys/registration.js';
-import { idParams } from './schemas.js';
+import { idParams } from '../shapes/ids.js';
 
 const ADMIN = { actor: 'admin' } as const;
 

@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { agentRecords } from '../tokens/revocation.js';
+import { atLeastOne, name } from '../shapes/bodies.js';
+import { agentWrites } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
-import { agentView, atLeastOne, name } from './schemas.js';
+import { agentView } from './schemas.js';
 
 /** An agent's registration, as the admin API and the console take it. */
 export const agentCreate = z.strictObject({ email: z.email().max(320), name: name.nullish() });
@@ -19,5 +20,5 @@ export default adminResource({
   view: agentView,
   create: agentCreate,
   patch: agentPatch,
-  records: (services, context) => agentRecords(services, context),
+  records: (services, context) => agentWrites(services, context),
 });

@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { recordId } from '../shapes/ids.js';
 import { AUDIT_ACTORS, AUDIT_EVENTS } from '../store/audit-log.js';
 import type { Store } from '../store/index.js';
 
-const id = z.string().min(1).max(200);
+const id = recordId();
 // An instant with its offset, or a day (midnight UTC), so `--since 2025-01-31` works from a shell.
 // Within PostgreSQL's years once the offset is applied: it has no year 0 and none past 9999.
 const instant = z

@@ -3,9 +3,10 @@ import type { Config } from '../config.js';
 import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
 import { type AddressRules, logoutUriProblem } from '../logout/delivery-address.js';
 import { DEFAULT_SIGNING_ALG, SIGNING_ALGS, type SigningAlg } from '../protocol/signing.js';
-import { clientRecords } from '../tokens/revocation.js';
+import { atLeastOne, name } from '../shapes/bodies.js';
+import { clientWrites } from '../tokens/revocation.js';
 import { adminResource } from './resource.js';
-import { atLeastOne, clientView, name, redirectUri, redirectUris } from './schemas.js';
+import { clientView, redirectUri, redirectUris } from './schemas.js';
 
 const idTokenAlg = z.enum(SIGNING_ALGS);
 const dpopBound = z.boolean().describe('true: the website must use DPoP (RFC 9449 §5.2); its token requests without a DPoP proof are refused');
@@ -69,7 +70,7 @@ export default adminResource({
   view: clientView,
   create: clientCreate,
   patch: clientPatch,
-  records: (services, context) => clientRecords(services, context),
+  records: (services, context) => clientWrites(services, context),
   check: ({ config }, body) => checkLogoutUri(config, body.backchannel_logout_uri),
   present: ({ config }, row) => ({ ...row, id_token_signed_response_alg: effectiveIdTokenAlg(config, row.id_token_signed_response_alg) }),
 });

@@ -3,10 +3,11 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { Conflict, NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
-import type { RevocationLevel } from '../store/grant-admin.js';
+import { idParams } from '../shapes/ids.js';
+import type { RevocationLevel } from '../store/grant-records.js';
 import type { Store } from '../store/index.js';
 import { type RevocationDeps, revokeAtLevel } from '../tokens/revocation.js';
-import { agentView, idParams } from './schemas.js';
+import { agentView } from './schemas.js';
 
 const email = z.email().max(320);
 
@@ -55,13 +56,13 @@ export function found<T>(value: T | undefined, level: AdminLevel, key: string): 
 }
 
 /** Revokes the grants at one level; the admin API and the console both revoke through here. */
-export async function revokeGrants(deps: RevocationDeps<'grantAdmin'>, context: EventContext, level: AdminLevel, key: string) {
+export async function revokeGrants(deps: RevocationDeps<'grantRecords'>, context: EventContext, level: AdminLevel, key: string) {
   return { revoked: found(await revokeAtLevel(deps, level, key, context), level, key).length };
 }
 
 /** A user (by email), their agents and every sign-in of those agents. */
 export async function userSignIns(store: Store, email: string) {
-  const user = found(await store.grantAdmin.ofUser(email), 'user', email);
+  const user = found(await store.grantRecords.ofUser(email), 'user', email);
   return { email: user.email, agents: await store.agents.listOfUser(user.user_id), grants: user.grants };
 }
 
@@ -72,7 +73,7 @@ export async function userSignIns(store: Store, email: string) {
  */
 export default async function adminGrantRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { grantAdmin } = app.services.store;
+  const { grantRecords } = app.services.store;
 
   const revoke = (request: FastifyRequest, level: AdminLevel, key: string) => revokeGrants(app.services, { log: request.log }, level, key);
 
@@ -81,7 +82,7 @@ export default async function adminGrantRoutes(fastify: FastifyInstance) {
     { schema: { params: idParams, response: { 200: z.object({ agent_id: z.string(), grants: z.array(grantView) }) } } },
     async (request) => {
       const { id } = request.params;
-      return { agent_id: id, grants: found(await grantAdmin.ofAgent(id), 'agent', id) };
+      return { agent_id: id, grants: found(await grantRecords.ofAgent(id), 'agent', id) };
     },
   );
 
@@ -122,7 +123,7 @@ export default async function adminGrantRoutes(fastify: FastifyInstance) {
     { schema: { params: idParams, response: { 200: z.object({ client_id: z.string(), agents: z.array(clientAgentView) }) } } },
     async (request) => {
       const { id } = request.params;
-      return { client_id: id, agents: found(await grantAdmin.activeAgentsOf(id), 'client', id) };
+      return { client_id: id, agents: found(await grantRecords.activeAgentsOf(id), 'client', id) };
     },
   );
 

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { NotFound } from '../errors.js';
+import { recordId } from '../shapes/ids.js';
 
 const STATUSES = ['pending', 'delivered', 'failed'] as const;
 
@@ -35,7 +36,7 @@ export default async function adminLogoutDeliveryRoutes(fastify: FastifyInstance
       schema: {
         querystring: z.strictObject({
           status: z.enum(STATUSES).optional(),
-          client_id: z.string().max(200).optional(),
+          client_id: recordId().optional(),
           limit: z.coerce.number().int().min(1).max(500).default(100),
         }),
         response: { 200: z.object({ deliveries: z.array(deliveryView) }) },
@@ -49,7 +50,7 @@ export default async function adminLogoutDeliveryRoutes(fastify: FastifyInstance
 
   app.post(
     '/logout-deliveries/:jti/retry',
-    { schema: { params: z.object({ jti: z.string().min(1).max(200) }), response: { 200: deliveryView } } },
+    { schema: { params: z.object({ jti: recordId() }), response: { 200: deliveryView } } },
     async (request) => {
       const retried = await logoutDeliveries.retry(request.params.jti);
       if (!retried) throw new NotFound(`no failed logout delivery with jti ${request.params.jti}`);

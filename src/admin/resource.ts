@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Services } from '../services.js';
-import { idParams, rotateBody } from './schemas.js';
+import { rotateBody } from '../shapes/bodies.js';
+import { idParams } from '../shapes/ids.js';
 
 // Rows as the store returns them; the response schemas pick the fields that go out.
 type Row = Record<string, any>;

@@ -6,8 +6,9 @@ import { canonicalResource } from '../oauth/resource-indicator.js';
 import { scopeTokenProblem, SUPPORTED_SCOPES } from '../oauth/scopes.js';
 import { SIGNING_ALGS } from '../protocol/signing.js';
 import type { Services } from '../services.js';
+import { atLeastOne, name } from '../shapes/bodies.js';
+import { recordId } from '../shapes/ids.js';
 import type { Resource } from '../store/resources.js';
-import { atLeastOne, name } from './schemas.js';
 
 /** What a resource accepts when its registration names no scopes: the scopes of a website's sign-in. */
 export const DEFAULT_RESOURCE_SCOPES = [...SUPPORTED_SCOPES];
@@ -32,7 +33,7 @@ const scopes = z
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
     return [...new Set(values)];
   });
-const clientId = z.string().min(1).max(200);
+const clientId = recordId();
 const signingAlg = z.enum(SIGNING_ALGS);
 
 /** A resource's registration, as the admin API and the console take it. */

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { SIGNING_ALGS } from '../protocol/signing.js';
-import { displayText } from '../protocol/text.js';
 import { transportProblem } from '../protocol/transport.js';
 
 /** Why a redirect URI is refused, or undefined when it is acceptable (README, "Registering a website and an agent"). */
@@ -24,12 +23,6 @@ export const redirectUri = z
   });
 
 export const redirectUris = z.array(redirectUri).min(1, 'needs at least one redirect URI').max(20);
-export const name = displayText(200);
-export const idParams = z.object({ id: z.string().min(1).max(200) });
-
-/** A PATCH body must change something; an empty one is a mistake worth reporting. */
-export const atLeastOne = <T extends z.ZodObject>(body: T) =>
-  body.refine((b) => Object.keys(b).length > 0, `give at least one of: ${Object.keys(body.shape).join(', ')}`);
 
 // Response shapes (README, "Registering a website and an agent"): the serializer drops anything else, so a secret hash can never leak.
 export const clientView = z.object({
@@ -59,13 +52,3 @@ export const agentView = z.object({
   kind: z.enum(['agent', 'client']).describe('"client": made when its owner signed in on the authorization page of a person’s client'),
   created_at: z.date(),
 });
-
-/** The optional body of a secret rotation; none (Fastify's null), or `{}`, revokes. */
-export const rotateBody = z
-  .strictObject({
-    revoke_grants: z
-      .boolean()
-      .optional()
-      .describe('default true: every grant and every sign-in in flight ends too, on every instance; false: only the old secret stops working'),
-  })
-  .nullish();

@@ -31,14 +31,19 @@ function headerKid(assertion: string): string | undefined {
   }
 }
 
+/** The agent an assertion proved, as far as the sign-in needs it. */
+export interface AssertedAgent {
+  email_verified: boolean;
+}
+
 /**
- * Checks an assertion for `agentId` and `requestId` and spends its jti; undefined when it holds,
+ * Checks an assertion for `agentId` and `requestId` and spends its jti; the agent when it holds,
  * else the reason. Signature first: nothing of an unsigned claim is trusted or spent.
  */
 export async function checkAssertion(
   { config, store }: AssertionDeps,
   { assertion, agentId, requestId }: { assertion: string; agentId: string; requestId: string },
-): Promise<AssertionFailure | undefined> {
+): Promise<AssertionFailure | AssertedAgent> {
   const kid = headerKid(assertion);
   if (!kid) return 'malformed_assertion';
   const subject = await store.agentKeys.subject(agentId, kid);
@@ -69,5 +74,5 @@ export async function checkAssertion(
   if (!subject.active) return 'inactive_agent';
   // Spent until no instance would accept it any more: its expiry plus the skew.
   const spent = await store.agentKeys.spend(agentId, kid, jti, new Date((exp + clockSkewSeconds) * 1000));
-  return spent ? undefined : 'assertion_replayed';
+  return spent ? { email_verified: subject.email_verified } : 'assertion_replayed';
 }

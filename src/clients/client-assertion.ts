@@ -2,7 +2,7 @@ import { createLocalJWKSet, type JSONWebKeySet, jwtVerify } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../config.js';
 import { InvalidClient } from '../errors.js';
-import type { ClientCall } from '../oauth/client-auth.js';
+import type { ClientCall } from '../oauth/client-credentials.js';
 import type { Store } from '../store/index.js';
 import { agentDocument, agentOfDocument, type ClientDocuments } from './metadata-document.js';
 import { fetchJsonDocument, FetchRefused } from './outbound-fetch.js';

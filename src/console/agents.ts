@@ -4,7 +4,7 @@ import { found, revokeGrants } from '../admin/grants.js';
 import { recordAdminAction } from '../admin/resource.js';
 import { addAgentKey, ASSERTION_KEYS, deleteAgentKey, kidSchema, listAgentKeys, REQUEST_SIGNING_KEYS } from '../agent-keys/registration.js';
 import { OAuthError } from '../errors.js';
-import { agentRecords } from '../tokens/revocation.js';
+import { agentWrites } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, grantGroups, idParam, resourceActions } from './resource.js';
@@ -14,7 +14,7 @@ const BACK = /^\/console\/(agents\/[\w-]{1,200}|users\?email=[\w.%+-]{1,400})$/;
 
 /** Agents: list, register, switch off and on, rotate the secret, the kill switch, their keys, and their grants. */
 export default async function agentPages(app: FastifyInstance) {
-  const { agents, grantAdmin } = app.services.store;
+  const { agents, grantRecords } = app.services.store;
   const page = { config: { html: true } };
 
   const list = listPage(app, 'agents', 'Agents', 'agents');
@@ -43,7 +43,7 @@ export default async function agentPages(app: FastifyInstance) {
       agent,
       keys: await listAgentKeys(app.services, id),
       signingKeys: await listAgentKeys(app.services, id, REQUEST_SIGNING_KEYS),
-      grants: await grantGroups(app.services.store, (await grantAdmin.ofAgent(id)) ?? []),
+      grants: await grantGroups(app.services.store, (await grantRecords.ofAgent(id)) ?? []),
     });
   });
 
@@ -53,7 +53,7 @@ export default async function agentPages(app: FastifyInstance) {
       path: 'agents',
       noun: 'agent',
       patch: agentPatch,
-      records: (services, context) => agentRecords(services, context),
+      records: (services, context) => agentWrites(services, context),
       secretField: 'agent_secret',
       secretLabel: 'Agent secret',
       notices: {
@@ -120,7 +120,7 @@ export default async function agentPages(app: FastifyInstance) {
     const back = `/console/agents/${id}`;
     const enabled = form(request).secret_enabled === 'true';
     const patch = parseForm(agentPatch, { secret_enabled: enabled }, back);
-    found(await agentRecords(app.services, { log: request.log }).update(id, patch), 'agent', id);
+    found(await agentWrites(app.services, { log: request.log }).update(id, patch), 'agent', id);
     await recordAdminAction(app.services, 'agent', 'updated', id, { fields: ['secret_enabled'] });
     return redirectWith(request, reply, back, {
       notice: enabled

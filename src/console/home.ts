@@ -23,11 +23,11 @@ function filterRows<T extends { active: boolean }>(rows: T[], filter: ListFilter
  * a list page reads only its own kind (the other comes back empty).
  */
 export async function listings(app: FastifyInstance, filter: ListFilter, kinds: ('clients' | 'agents')[] = ['clients', 'agents']) {
-  const { clients, agents, grantAdmin } = app.services.store;
+  const { clients, agents, grantRecords } = app.services.store;
   const [allClients, allAgents, last] = await Promise.all([
     kinds.includes('clients') ? clients.list() : [],
     kinds.includes('agents') ? agents.list() : [],
-    grantAdmin.lastSignIns(),
+    grantRecords.lastSignIns(),
   ]);
   return {
     filter,

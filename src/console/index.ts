@@ -66,7 +66,7 @@ export default async function consolePlugin(app: FastifyInstance, options: { adm
       return reply.redirect(err.back, 303);
     }
     const error = toOAuthError(err, request);
-    request.server.services.metrics.failures.inc({ error: error.error, route: 'console' });
+    app.services.metrics.failures.inc({ error: error.error, route: 'console' });
     reply.code(error.statusCode).headers(error.headers);
     return renderConsole(request, reply, 'error', { title: 'Something went wrong', error });
   });

@@ -5,7 +5,7 @@ import { recordAdminAction } from '../admin/resource.js';
 import { NotFound } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Services } from '../services.js';
-import type { GrantRecord } from '../store/grant-admin.js';
+import type { GrantRecord } from '../store/grant-records.js';
 import type { Store } from '../store/index.js';
 import { idPattern, parseForm, redirectWith } from './render.js';
 

@@ -25,7 +25,7 @@ export default async function userPages(app: FastifyInstance) {
       if (!emailForm.safeParse({ email }).success) data.message = 'That is not an email address.';
       else {
         try {
-          const [user, last] = await Promise.all([userSignIns(app.services.store, email), app.services.store.grantAdmin.lastSignIns()]);
+          const [user, last] = await Promise.all([userSignIns(app.services.store, email), app.services.store.grantRecords.lastSignIns()]);
           data.user = {
             ...user,
             agents: user.agents.map((a) => ({ ...a, lastSignIn: last.agents.get(a.agent_id) })),

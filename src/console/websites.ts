@@ -4,7 +4,7 @@ import { found } from '../admin/grants.js';
 import { recordAdminAction } from '../admin/resource.js';
 import { InvalidClientMetadata, InvalidRequest } from '../errors.js';
 import { DEFAULT_SIGNING_ALG } from '../protocol/signing.js';
-import { clientRecords } from '../tokens/revocation.js';
+import { clientWrites } from '../tokens/revocation.js';
 import { listPage } from './home.js';
 import { firstProblem, FormProblem, parseForm, redirectWith, renderConsole } from './render.js';
 import { form, grantCount, idParam, resourceActions } from './resource.js';
@@ -17,7 +17,7 @@ const lines = (value: string | undefined) =>
 
 /** Websites (OAuth clients): list, register, edit, switch off and on, rotate the secret, revoke all grants. */
 export default async function websitePages(app: FastifyInstance) {
-  const { clients, grantAdmin, logoutDeliveries } = app.services.store;
+  const { clients, grantRecords, logoutDeliveries } = app.services.store;
   const { config } = app.services;
   const page = { config: { html: true } };
 
@@ -47,7 +47,7 @@ export default async function websitePages(app: FastifyInstance) {
       client,
       oidc: config.idTokenSigningAlg !== undefined,
       defaultAlg: DEFAULT_SIGNING_ALG,
-      agents: (await grantAdmin.activeAgentsOf(id)) ?? [],
+      agents: (await grantRecords.activeAgentsOf(id)) ?? [],
       deliveries: await logoutDeliveries.list({ clientId: id, limit: 20 }),
       failures: await logoutDeliveries.list({ clientId: id, status: 'failed', limit: 20 }),
     });
@@ -89,7 +89,7 @@ export default async function websitePages(app: FastifyInstance) {
       path: 'websites',
       noun: 'client',
       patch: clientPatch,
-      records: (services, context) => clientRecords(services, context),
+      records: (services, context) => clientWrites(services, context),
       secretField: 'client_secret',
       secretLabel: 'Client secret',
       notices: {

@@ -10,9 +10,9 @@ export type Listener<N extends EventName> = (event: EventPayloads[N], context: E
 
 /**
  * The one path of every fact the server records (src/events/catalogue.ts): emitted once where it
- * happens, heard by every subscriber (the audit log lines, the metrics; mail and logout deliveries
- * later). In process and synchronous, in the order of subscription. A subscriber that fails, at once
- * or later, is logged and does not fail whoever emitted: the fact has already happened.
+ * happens, heard by every subscriber (src/services.ts attaches them all). In process and synchronous,
+ * in the order of subscription. A subscriber that fails, at once or later, is logged and does not
+ * fail whoever emitted: the fact has already happened.
  */
 export class Events {
   private readonly listeners = new Map<EventName, Listener<never>[]>();

@@ -5,11 +5,11 @@ import { redirectOrigin } from '../oauth/redirect.js';
 import type { Store } from '../store/index.js';
 import type { OwnerAgent, OwnerAgentLastSignIn, OwnerWebsite } from '../store/owner-agents.js';
 import type { ApprovalPolicy } from '../store/owners.js';
-import { agentRecords, revokeAtLevel, rotateSecret } from '../tokens/revocation.js';
+import { agentWrites, revokeAtLevel, rotateSecret } from '../tokens/revocation.js';
 
 export interface OwnerAgentDeps {
   config: Pick<Config, 'owners'>;
-  store: Pick<Store, 'ownerAgents' | 'auditLog' | 'grantAdmin' | 'agents'>;
+  store: Pick<Store, 'ownerAgents' | 'auditLog' | 'grantRecords' | 'agents'>;
   events: Events;
 }
 
@@ -79,7 +79,7 @@ export async function updateAgent(
   await assertOwnAgent(deps, userId, agentId);
   // Name and status as the operators change them: a deactivation ends the agent's grants (grant.ended).
   const { approval_policy: approvalPolicy, ...record } = patch;
-  if (Object.keys(record).length > 0) await agentRecords(deps, context).update(agentId, record);
+  if (Object.keys(record).length > 0) await agentWrites(deps, context).update(agentId, record);
   const agent = await deps.store.ownerAgents.update(userId, agentId, approvalPolicy === undefined ? {} : { approval_policy: approvalPolicy });
   if (!agent) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_updated', userId, agentId, detail: { fields: Object.keys(patch) } });
@@ -98,7 +98,7 @@ export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, ag
 /** Deleting an agent ends its grants (grant.ended) and takes its sign-ins along, as when an operator does it. */
 export async function deleteAgent(deps: OwnerAgentDeps, userId: string, agentId: string, context: EventContext) {
   await assertOwnAgent(deps, userId, agentId);
-  if (!(await agentRecords(deps, context).remove(agentId))) throw noSuchAgent(agentId);
+  if (!(await agentWrites(deps, context).remove(agentId))) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_deleted', userId, agentId });
 }
 

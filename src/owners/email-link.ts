@@ -1,13 +1,12 @@
 import type { Config } from '../config.js';
-import { generateId, randomToken, sha256 } from '../crypto/secrets.js';
+import { randomToken, sha256 } from '../crypto/secrets.js';
 import { RateLimited } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
 import type { Mailer } from '../mail/mailer.js';
-import { emailChangedMessage, emailChangeLinkMessage, signInLinkMessage } from '../mail/messages.js';
+import { emailChangeLinkMessage, signInLinkMessage } from '../mail/messages.js';
 import type { Store } from '../store/index.js';
-import type { LinkRefusal, OwnerSession } from '../store/owner-sessions.js';
+import type { OwnerSession } from '../store/owner-sessions.js';
 import { assertFresh } from './protection.js';
-import { newSessionSecret, SESSION_LIFETIMES } from './sessions.js';
 
 /** A sign-in link lives this long and works once (docs/security.md, "Owners"). */
 export const LINK_TTL_SECONDS = 15 * 60;
@@ -16,7 +15,7 @@ const PER_EMAIL_WINDOW_SECONDS = 60 * 60;
 
 export interface EmailLinkDeps {
   config: Pick<Config, 'issuer' | 'brand' | 'owners' | 'rateLimits'>;
-  store: Pick<Store, 'emailLinks' | 'ownerSessions' | 'auditLog'>;
+  store: Pick<Store, 'emailLinks'>;
   mailer: Mailer;
 }
 
@@ -43,7 +42,7 @@ export async function requestEmailLink(
 
 /**
  * A signed-in owner asks to move their account to `email`. Nothing changes until the link mailed
- * there is used (signInWithEmailLink): the account keeps a verified address throughout, and the
+ * there is used (src/owner-flows/sign-in.ts): the account keeps a verified address throughout, and the
  * answer is the same whether or not another owner has the address (they learn nothing). Needs a
  * fresh session (src/owners/protection.ts), so a stolen one cannot move the account to its thief's mailbox.
  */
@@ -73,39 +72,4 @@ async function recordLink(deps: EmailLinkDeps, email: string, changeFor?: string
   });
   if (!recorded.recorded) throw new RateLimited(recorded.retryAfterSeconds);
   return { value, ownerExists: recorded.ownerExists };
-}
-
-/** Whether a link can still be used: the page a GET of it shows spends nothing (mail scanners open links). */
-export async function isUsableLink(deps: Pick<EmailLinkDeps, 'store'>, token: string): Promise<boolean> {
-  return deps.store.emailLinks.isUsable(sha256(token));
-}
-
-/**
- * Spends the link and starts an owner session: the session's secret (for the cookie), or why not.
- * Using the link proves the mailbox, so the owner's email is verified. A link to change the owner's
- * address moves the account there; the address it leaves is told, in case a thief did it.
- */
-export async function signInWithEmailLink(
-  deps: EmailLinkDeps,
-  token: string,
-  context: EventContext,
-): Promise<{ sessionSecret: string } | LinkRefusal> {
-  const session = newSessionSecret();
-  const started = await deps.store.ownerSessions.startByEmailLink({
-    tokenHash: sha256(token),
-    sessionHash: session.hash,
-    signup: deps.config.owners.signup,
-    newUserId: generateId('user'),
-    lifetimes: SESSION_LIFETIMES,
-  });
-  if (typeof started === 'string') return started;
-  await deps.store.auditLog.recordAction({ actor: 'owner', event: 'owner_signed_in', userId: started.user_id, detail: { by: 'email_link' } });
-  if (started.changed) {
-    await deps.store.auditLog.recordAction({ actor: 'owner', event: 'owner_email_changed', userId: started.user_id });
-    const { from, to } = started.changed;
-    deps.mailer
-      .send(emailChangedMessage({ to: from, brand: deps.config.brand.name, newEmail: to, link: `${deps.config.issuer}/account` }), context.log)
-      .catch(() => {});
-  }
-  return { sessionSecret: session.secret };
 }

@@ -30,6 +30,12 @@ export function sessionCookie(config: Pick<Config, 'issuer'>) {
   };
 }
 
+/** The cookie of a session a sign-in just started: every way of signing in sets it alike. */
+export function ownerSessionCookie(config: Pick<Config, 'issuer'>, sessionSecret: string) {
+  const { name, attributes } = sessionCookie(config);
+  return [name, sessionSecret, { ...attributes, maxAge: SESSION_LIFETIMES.absoluteSeconds }] as const;
+}
+
 /** The owner of the session a cookie names, when it is live; undefined for anything else. */
 export async function currentOwner(
   deps: { store: Pick<Store, 'ownerSessions'> },

@@ -8,6 +8,7 @@ import {
 } from '@simplewebauthn/server';
 import type { Config } from '../config.js';
 import { randomToken } from '../crypto/secrets.js';
+import type { OAuthError } from '../errors.js';
 import type { Store } from '../store/index.js';
 import type { ChallengePurpose, IssuedChallenge, Passkey, StoredCredential } from '../store/passkeys.js';
 
@@ -159,4 +160,17 @@ export async function verifyAssertion(
     throw new PasskeyRefused('the signature counter did not move on: a replayed assertion, or a cloned authenticator');
   }
   return { user_id: passkey.user_id };
+}
+
+/**
+ * A passkey check whose refusal the caller answers as `refusal`: each flow says it its own way (no
+ * session, not fresh, a malformed registration). The one place PasskeyRefused turns into an answer.
+ */
+export async function refusedAs<T>(check: Promise<T>, refusal: new (description: string) => OAuthError): Promise<T> {
+  try {
+    return await check;
+  } catch (error) {
+    if (error instanceof PasskeyRefused) throw new refusal(error.message);
+    throw error;
+  }
 }

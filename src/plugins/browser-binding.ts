@@ -1,11 +1,11 @@
 import fastifyCookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { bindingCookie, presentedSecret } from '../flows/browser-binding.js';
+import { bindingCookie, presentedSecret } from '../agent-sign-in/browser-binding.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The binding secret this browser holds for that sign-in, if any (src/flows/browser-binding.ts). */
+    /** The binding secret this browser holds for that sign-in, if any (src/agent-sign-in/browser-binding.ts). */
     bindingSecret(requestId: string): string | undefined;
   }
   interface FastifyReply {

@@ -12,7 +12,9 @@ import {
   UriTooLong,
 } from '../errors.js';
 import { throttledWarning } from '../logger.js';
+import type { Metrics } from '../metrics.js';
 import { renderErrorPage } from '../pages/sign-in-pages.js';
+import { NOT_AN_ID } from '../shapes/ids.js';
 import { routeLabel } from './metrics.js';
 
 declare module 'fastify' {
@@ -73,7 +75,12 @@ function describeValidation(err: FastifyError): string {
 /** Turns anything thrown into `{error, error_description}` (docs/protocol.md, Errors); never a stack trace. */
 export function toOAuthError(err: FastifyError, request: FastifyRequest): OAuthError {
   if (err instanceof OAuthError) return err;
-  if (err.validation) return new InvalidRequest(describeValidation(err));
+  if (err.validation) {
+    // An id no record can have, in the path (src/shapes/ids.ts): there is no such record.
+    const first = err.validation[0] as ValidationIssue | undefined;
+    if (err.validationContext === 'params' && first?.message === NOT_AN_ID) return new NotFound('no such record: the id cannot exist');
+    return new InvalidRequest(describeValidation(err));
+  }
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new UnsupportedMediaType();
   }
@@ -96,8 +103,11 @@ export function toOAuthError(err: FastifyError, request: FastifyRequest): OAuthE
   return new ServerError();
 }
 
-export async function sendError(error: OAuthError, request: FastifyRequest, reply: FastifyReply, html: boolean) {
-  request.server.services.metrics.failures.inc({ error: error.error, route: routeLabel(request) });
+/** The counter of failed requests (src/metrics.ts), which every error reply counts in. */
+export type FailureCounter = Metrics['failures'];
+
+export async function sendError(failures: FailureCounter, error: OAuthError, request: FastifyRequest, reply: FastifyReply, html: boolean) {
+  failures.inc({ error: error.error, route: routeLabel(request) });
   reply.code(error.statusCode).headers(error.headers);
   if (html) {
     return renderErrorPage(reply, error);
@@ -105,7 +115,7 @@ export async function sendError(error: OAuthError, request: FastifyRequest, repl
   return reply.send(error.toJSON());
 }
 
-export default fp(async function errorHandler(app: FastifyInstance) {
+export default fp(async function errorHandler(app: FastifyInstance, { failures }: { failures: FailureCounter }) {
   // A browser sent to a browser route with the wrong method (a form POST to /authorize) gets the page too.
   const browserPaths = new Set<string>();
   app.addHook('onRoute', (route) => {
@@ -114,8 +124,8 @@ export default fp(async function errorHandler(app: FastifyInstance) {
   const path = (request: FastifyRequest) => request.url.split('?')[0];
   const isPage = (request: FastifyRequest) => Boolean(request.routeOptions.config?.html) || browserPaths.has(path(request));
 
-  app.setErrorHandler((err: FastifyError, request, reply) => sendError(toOAuthError(err, request), request, reply, isPage(request)));
+  app.setErrorHandler((err: FastifyError, request, reply) => sendError(failures, toOAuthError(err, request), request, reply, isPage(request)));
   app.setNotFoundHandler((request, reply) =>
-    sendError(new NotFound(`no endpoint ${request.method} ${path(request)}`), request, reply, isPage(request)),
+    sendError(failures, new NotFound(`no endpoint ${request.method} ${path(request)}`), request, reply, isPage(request)),
   );
 });

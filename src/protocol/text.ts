@@ -9,6 +9,9 @@ import { z } from 'zod';
 const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 const EVERY_UNPRINTABLE = new RegExp(UNPRINTABLE.source, 'gu');
 
+/** Whether `text` holds nothing unprintable. */
+export const isPrintable = (text: string) => !UNPRINTABLE.test(text);
+
 /** `text` with each unprintable character (but those in `keep`) replaced by `replace(character)`. */
 export function replaceUnprintable(text: string, replace: (character: string) => string, keep = ''): string {
   return text.replace(EVERY_UNPRINTABLE, (character) => (keep.includes(character) ? character : replace(character)));
@@ -21,7 +24,7 @@ export const displayText = (max: number) =>
     .trim()
     .min(1)
     .max(max)
-    .refine((text) => !UNPRINTABLE.test(text), 'must not contain control or format characters (such as bidi overrides or zero-width characters)');
+    .refine(isPrintable, 'must not contain control or format characters (such as bidi overrides or zero-width characters)');
 
 /**
  * An id as the server mints them (a prefix, "_" and base64url): a fixed alphabet, so nothing else a

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { authenticate, requestIdSchema } from '../agent-sign-in/sign-in.js';
 import { InvalidCredentials } from '../errors.js';
-import { authenticate, requestIdSchema } from '../flows/sign-in.js';
 import { byAddress, failureCounter } from '../plugins/rate-limit.js';
 import { displayText, idText } from '../protocol/text.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from './responses.js';

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { agentDocument } from '../clients/metadata-document.js';
 import { NotFound } from '../errors.js';
+import { recordId } from '../shapes/ids.js';
 import { errorResponses } from './responses.js';
 
 const schema = {
@@ -11,7 +12,7 @@ const schema = {
     "The agent's own Client ID Metadata Document: its client_id is this URL, for MCP servers that take agent-auth's " +
     "tokens. private_key_jwt with the agent's registered keys as jwks; loopback redirect URIs for the agent SDK's " +
     'headless sign-in. 404 for an unknown or inactive agent.',
-  params: z.object({ agent_id: z.string().max(200) }),
+  params: z.object({ agent_id: recordId() }),
   response: {
     200: z.object({
       client_id: z.string(),

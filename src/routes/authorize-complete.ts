@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { csrfToken } from '../flows/browser-binding.js';
-import { complete, loadBrowserSignIn, requestIdSchema, tryComplete } from '../flows/sign-in.js';
+import { csrfToken } from '../agent-sign-in/browser-binding.js';
+import { complete, loadBrowserSignIn, requestIdSchema, tryComplete } from '../agent-sign-in/sign-in.js';
 import { renderSignInPage } from '../pages/sign-in-pages.js';
 import { htmlPage, noBody, UNAVAILABLE } from './responses.js';
 

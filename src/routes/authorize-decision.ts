@@ -1,15 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { csrfTokenMatches } from '../agent-sign-in/browser-binding.js';
+import { complete, deny, loadBrowserSignIn, requestIdSchema } from '../agent-sign-in/sign-in.js';
 import { InvalidRequest } from '../errors.js';
-import { csrfTokenMatches } from '../flows/browser-binding.js';
-import { complete, deny, loadBrowserSignIn, requestIdSchema } from '../flows/sign-in.js';
+import { decision } from '../shapes/enums.js';
 import { htmlPage, noBody, UNAVAILABLE } from './responses.js';
 
 const bodySchema = z.object({
   request_id: requestIdSchema,
   csrf_token: z.string().min(1).max(200),
-  decision: z.enum(['approve', 'deny']),
+  decision,
 });
 
 const schema = {

@@ -1,15 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { InvalidLink } from '../account/email-link.js';
 import { refuseForeignOrigin } from '../account/guards.js';
+import { csrfToken, csrfTokenMatches } from '../agent-sign-in/browser-binding.js';
+import { lendSignIn, offersOwnerSignIn, passOrAsk, refuseAsOwner } from '../agent-sign-in/owner-sign-in.js';
+import { loadBrowserSignIn, requestIdSchema } from '../agent-sign-in/sign-in.js';
 import { InvalidRequest, LoginRequired } from '../errors.js';
-import { csrfToken, csrfTokenMatches } from '../flows/browser-binding.js';
-import { lendSignIn, offersOwnerSignIn, passOrAsk, refuseAsOwner } from '../flows/owner-sign-in.js';
-import { loadBrowserSignIn, requestIdSchema } from '../flows/sign-in.js';
-import { isUsableLink, requestEmailLink, signInWithEmailLink } from '../owners/email-link.js';
+import { openEmailLink, signInByEmailLink } from '../owner-flows/sign-in.js';
+import { requestEmailLink } from '../owners/email-link.js';
 import { isFresh } from '../owners/protection.js';
-import { currentOwner, SESSION_LIFETIMES, sessionCookie } from '../owners/sessions.js';
+import { currentOwner, ownerSessionCookie, sessionCookie } from '../owners/sessions.js';
 import { type OwnerStep, renderSignInPage } from '../pages/sign-in-pages.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { displayText } from '../protocol/text.js';
@@ -139,7 +139,7 @@ export default async function authorizeOwnerRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const { request_id: requestId, token } = request.query;
       const { show, csrf } = await ownerSignIn(request, requestId);
-      if (!(await isUsableLink(app.services, token))) throw new InvalidLink();
+      await openEmailLink(app.services, token);
       return show(reply, { step: 'link', csrfToken: csrf, token });
     },
   );
@@ -160,12 +160,11 @@ export default async function authorizeOwnerRoutes(fastify: FastifyInstance) {
     async (request, reply) => {
       const { request_id: requestId, token } = request.body;
       await ownerForm(request, request.body);
-      const started = await signInWithEmailLink(app.services, token, { log: request.log });
-      if (typeof started === 'string') throw new InvalidLink(started);
-      const session = sessionCookie(config);
-      request.log.info('owner signed in by email link on the authorization page');
+      // The session this browser held, if any, ends as the new one starts (as in the portal).
+      const held = await ownerOf(request);
+      const started = await signInByEmailLink(app.services, token, held?.hash, { log: request.log });
       return reply
-        .setCookie(session.name, started.sessionSecret, { ...session.attributes, maxAge: SESSION_LIFETIMES.absoluteSeconds })
+        .setCookie(...ownerSessionCookie(config, started.sessionSecret))
         .redirect(`/authorize/owner?request_id=${encodeURIComponent(requestId)}`, 303);
     },
   );

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { requestIdSchema, status } from '../flows/sign-in.js';
+import { requestIdSchema, status } from '../agent-sign-in/sign-in.js';
 import { noStore } from '../plugins/no-store.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { MAX_WAIT_SECONDS, SIGN_IN_STATUSES } from '../protocol/sign-in.js';

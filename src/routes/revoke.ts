@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { presentedTokenBody } from '../oauth/client-auth.js';
-import { clientCall, clientEndpoints } from '../plugins/client-auth.js';
+import { presentedTokenBody } from '../oauth/client-credentials.js';
+import { clientCall, clientEndpoints } from '../plugins/client-endpoints.js';
 import { noStore } from '../plugins/no-store.js';
 import { revokeToken } from '../tokens/revocation.js';
 import { CLIENT_AUTH, FORM_OR_JSON, TOKEN_OPERATION_ERRORS } from './responses.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { clientCredentials, param } from '../oauth/client-auth.js';
-import { clientCall, clientEndpoints } from '../plugins/client-auth.js';
+import { clientCredentials, param } from '../oauth/client-credentials.js';
+import { clientCall, clientEndpoints } from '../plugins/client-endpoints.js';
 import { noStore } from '../plugins/no-store.js';
 import { issueTokens } from '../tokens/token-endpoint.js';
 import { tokenResponseSchema } from '../tokens/token-response.js';

@@ -21,6 +21,8 @@ export interface AgentKey {
 export interface AssertionSubject {
   agent_id: string;
   active: boolean;
+  /** Its owner proved their mailbox (REQUIRE_VERIFIED_EMAIL). */
+  email_verified: boolean;
   key: { alg: AgentKeyAlg; jwk: Record<string, string> } | null;
 }
 
@@ -111,15 +113,17 @@ export function createAgentKeyStore(db: Db) {
 
     /** The agent and its key `kid`, in one read; undefined when there is no such agent. */
     async subject(agentId: string, kid: string): Promise<AssertionSubject | undefined> {
-      const { rows } = await db.query<{ agent_id: string; active: boolean; alg: AgentKeyAlg | null; jwk: Record<string, string> | null }>(
-        `SELECT a.id AS agent_id, a.active, k.alg, k.jwk FROM agents a
+      const { rows } = await db.query<Omit<AssertionSubject, 'key'> & { alg: AgentKeyAlg | null; jwk: Record<string, string> | null }>(
+        `SELECT a.id AS agent_id, a.active, u.email_verified_at IS NOT NULL AS email_verified, k.alg, k.jwk FROM agents a
+         JOIN users u ON u.id = a.user_id
          LEFT JOIN agent_keys k ON k.agent_id = a.id AND k.kid = $2 AND k.purpose = 'assertion'
          WHERE a.id = $1`,
         [agentId, kid],
       );
       const row = rows[0];
       if (!row) return undefined;
-      return { agent_id: row.agent_id, active: row.active, key: row.alg && row.jwk ? { alg: row.alg, jwk: row.jwk } : null };
+      const { alg, jwk, ...agent } = row;
+      return { ...agent, key: alg && jwk ? { alg, jwk } : null };
     },
 
     /**

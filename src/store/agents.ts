@@ -1,6 +1,6 @@
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
-import { endSignInsInFlight } from './grant-admin.js';
+import { endSignInsInFlight } from './grant-records.js';
 import { type EndedGrant, endGrants } from './grants.js';
 
 export interface Agent {

@@ -1,5 +1,5 @@
 import type { Db } from '../db/types.js';
-import type { Approval } from './sign-ins.js';
+import { type Approval, expiredColumn } from './sign-ins.js';
 
 /** A sign-in waiting for its owner, as the owner's portal lists it. */
 export interface PendingApproval {
@@ -21,6 +21,16 @@ export interface OwnedSignIn {
   status: string;
   approval: Approval | null;
   expired: boolean;
+  /** How many passkeys the owner holds: approving with none needs a fresh session instead. */
+  owner_passkeys: number;
+}
+
+/** Who a decided sign-in was for, as its event carries it. */
+export interface DecidedSignIn {
+  request_id: string;
+  client_id: string;
+  agent_id: string;
+  model: string;
 }
 
 /** Who is asked to approve a sign-in, and what they are shown (the mail to the owner). */
@@ -40,6 +50,7 @@ const UNTOLD = `(u.approval_mailed_at IS NULL OR r.authenticated_at > u.approval
 
 const COLUMNS = `r.id AS request_id, r.match_code, r.agent_id, a.name AS agent_name, r.model, r.client_id, c.name AS client_name,
   r.redirect_uri, r.scope, r.created_at, r.expires_at`;
+const DECIDED = `r.id AS request_id, r.client_id, r.agent_id, r.model`;
 const FROM = `FROM auth_requests r JOIN agents a ON a.id = r.agent_id JOIN clients c ON c.id = r.client_id`;
 
 /**
@@ -93,29 +104,32 @@ export function createApprovalStore(db: Db) {
     /** The sign-in if one of this owner's agents authenticated it; undefined for anyone else's. */
     async owned(requestId: string, userId: string): Promise<OwnedSignIn | undefined> {
       const { rows } = await db.query<OwnedSignIn>(
-        `SELECT r.status, r.approval, ((r.status IN ('pending', 'authenticated') AND r.expires_at <= now()) OR r.error = 'request_expired') AS expired
+        `SELECT r.status, r.approval, ${expiredColumn('r')},
+           (SELECT count(*)::int FROM owner_passkeys p WHERE p.user_id = $2) AS owner_passkeys
          FROM auth_requests r WHERE r.id = $1 AND ${OWNED}`,
         [requestId, userId],
       );
       return rows[0];
     },
 
-    /** pending -> approved; false when the sign-in was no longer waiting for this owner. */
-    async approve(requestId: string, userId: string): Promise<boolean> {
-      const { rowCount } = await db.query(
-        `UPDATE auth_requests r SET approval = 'approved', approved_at = now() WHERE r.id = $1 AND ${OWNED} AND ${WAITING}`,
+    /** pending -> approved; undefined when the sign-in was no longer waiting for this owner. */
+    async approve(requestId: string, userId: string): Promise<DecidedSignIn | undefined> {
+      const { rows } = await db.query<DecidedSignIn>(
+        `UPDATE auth_requests r SET approval = 'approved', approved_at = now() WHERE r.id = $1 AND ${OWNED} AND ${WAITING}
+         RETURNING ${DECIDED}`,
         [requestId, userId],
       );
-      return rowCount === 1;
+      return rows[0];
     },
 
-    /** authenticated -> error (access_denied); false when the sign-in was no longer waiting for this owner. */
-    async deny(requestId: string, userId: string): Promise<boolean> {
-      const { rowCount } = await db.query(
-        `UPDATE auth_requests r SET status = 'error', error = 'access_denied', approval = 'denied', completed_at = now() WHERE r.id = $1 AND ${OWNED} AND ${WAITING}`,
+    /** authenticated -> error (access_denied); undefined when the sign-in was no longer waiting for this owner. */
+    async deny(requestId: string, userId: string): Promise<DecidedSignIn | undefined> {
+      const { rows } = await db.query<DecidedSignIn>(
+        `UPDATE auth_requests r SET status = 'error', error = 'access_denied', approval = 'denied', completed_at = now()
+         WHERE r.id = $1 AND ${OWNED} AND ${WAITING} RETURNING ${DECIDED}`,
         [requestId, userId],
       );
-      return rowCount === 1;
+      return rows[0];
     },
   };
 }

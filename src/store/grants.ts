@@ -34,8 +34,6 @@ export interface RedeemedCode {
   verifier_matches: boolean;
   /** The request named no DPoP key (dpop_jkt), or the exchange proved that one (RFC 9449 §10). */
   dpop_jkt_matches: boolean;
-  /** All four checks passed: the grant and its first refresh token exist. */
-  issued: boolean;
   /**
    * For the ID token: when the agent authenticated (seconds since the epoch; null once the request
    * is gone), the request's nonce, the user's email.
@@ -56,6 +54,8 @@ export interface RedeemedCode {
 /** A code exchanged again within the reuse interval: the grant it issued, and whether this retry won. */
 export interface RetriedCode extends RedeemedCode {
   grant_id: string;
+  /** This retry won: the new pair exists (false when a concurrent retry beat it). */
+  issued: boolean;
 }
 
 // What the ID token needs of a redeemed code `s` (columns user_id, client_id, request_id), read in
@@ -292,7 +292,7 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            SELECT $6, id, scope, now() + make_interval(secs => $7::int) FROM g
          )
          SELECT s.agent_id, s.scope, s.model, s.resource, s.resource_matches, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
-           s.dpop_jkt_matches, s.grant_id IS NOT NULL AS issued, ${redeemedCodeFrom('spent')}`,
+           s.dpop_jkt_matches, ${redeemedCodeFrom('spent')}`,
         [
           input.codeHash,
           input.clientId,

@@ -8,7 +8,7 @@ import { createClientStore } from './clients.js';
 import { createConsoleSessionStore } from './console-sessions.js';
 import { createDpopProofStore } from './dpop-proofs.js';
 import { createEmailLinkStore } from './email-links.js';
-import { createGrantAdminStore } from './grant-admin.js';
+import { createGrantRecordStore } from './grant-records.js';
 import { createGrantStore, type StoreCache } from './grants.js';
 import { createLogoutDeliveryStore } from './logout-deliveries.js';
 import { createMaintenanceStore } from './maintenance.js';
@@ -28,7 +28,7 @@ export function createStore(db: Db, grantCache: StoreCache) {
     agentKeys: createAgentKeyStore(db),
     grants: createGrantStore(db, grantCache),
     signIns: createSignInStore(db),
-    grantAdmin: createGrantAdminStore(db),
+    grantRecords: createGrantRecordStore(db),
     auditLog: createAuditLogStore(db),
     maintenance: createMaintenanceStore(db),
     serverKeys: createServerKeyStore(db),

@@ -1,4 +1,4 @@
-import type { Db } from '../db/types.js';
+import type { Db, Queryable } from '../db/types.js';
 
 /** How an owner proved who they are: by a link sent to their email, or with a passkey. */
 export type AuthenticationMethod = 'email_link' | 'passkey';
@@ -31,6 +31,30 @@ export interface SessionLifetimes {
  * Owner sessions (migrations/020), keyed by a digest of the cookie's value: a session is its row,
  * so ending it holds on every instance at once.
  */
+/** A new session: its digest, its owner, how they proved who they are, and the session this browser held before (it ends). */
+export interface NewOwnerSession {
+  sessionHash: string;
+  method: AuthenticationMethod;
+  lifetimes: SessionLifetimes;
+  replacing?: string;
+}
+
+/**
+ * The one statement that starts an owner session, whatever the method: the old session of this
+ * browser ends, the new one starts, and the owner's history records the sign-in, all or nothing.
+ */
+async function startSession(db: Queryable, userId: string, session: NewOwnerSession): Promise<void> {
+  await db.query(
+    `WITH ended AS (DELETE FROM owner_sessions WHERE session_hash = $5), started AS (
+       INSERT INTO owner_sessions (session_hash, user_id, expires_at, authenticated_by)
+       VALUES ($1, $2, now() + make_interval(secs => $3), $4) RETURNING user_id, authenticated_by
+     )
+     INSERT INTO audit_events (event, actor, user_id, detail)
+     SELECT 'owner_signed_in', 'owner', user_id, jsonb_build_object('by', authenticated_by) FROM started`,
+    [session.sessionHash, userId, session.lifetimes.absoluteSeconds, session.method, session.replacing ?? null],
+  );
+}
+
 export function createOwnerSessionStore(db: Db) {
   return {
     /**
@@ -39,13 +63,10 @@ export function createOwnerSessionStore(db: Db) {
      * owner. A link spent for an address no one owns (without `signup`) stays spent. A link to change
      * an owner's address moves that owner to it, verified, unless another owner has it.
      */
-    async startByEmailLink(input: {
-      tokenHash: string;
-      sessionHash: string;
-      signup: boolean;
-      newUserId: string;
-      lifetimes: SessionLifetimes;
-    }): Promise<LinkUsed | LinkRefusal> {
+    async startByEmailLink(
+      input: { tokenHash: string; signup: boolean; newUserId: string },
+      session: Omit<NewOwnerSession, 'method'>,
+    ): Promise<LinkUsed | LinkRefusal> {
       return db.transaction(async (tx) => {
         const { rows: links } = await tx.query<{ email: string; change_for: string | null }>(
           `UPDATE owner_email_links SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL AND expires_at > now()
@@ -77,23 +98,16 @@ export function createOwnerSessionStore(db: Db) {
         }
         if (!userId) return 'no_account';
         await tx.query(`UPDATE users SET email_verified_at = now() WHERE id = $1`, [userId]);
-        await tx.query(
-          `INSERT INTO owner_sessions (session_hash, user_id, expires_at, authenticated_by)
-           VALUES ($1, $2, now() + make_interval(secs => $3), 'email_link')`,
-          [input.sessionHash, userId, input.lifetimes.absoluteSeconds],
-        );
+        await startSession(tx, userId, { ...session, method: 'email_link' });
+        if (changedFrom !== undefined) {
+          await tx.query(`INSERT INTO audit_events (event, actor, user_id) VALUES ('owner_email_changed', 'owner', $1)`, [userId]);
+        }
         return changedFrom === undefined ? { user_id: userId } : { user_id: userId, changed: { from: changedFrom, to: email } };
       });
     },
 
     /** A session for an owner who proved who they are another way than a link (a passkey). */
-    async start(input: { sessionHash: string; userId: string; method: AuthenticationMethod; lifetimes: SessionLifetimes }): Promise<void> {
-      await db.query(
-        `INSERT INTO owner_sessions (session_hash, user_id, expires_at, authenticated_by)
-         VALUES ($1, $2, now() + make_interval(secs => $3), $4)`,
-        [input.sessionHash, input.userId, input.lifetimes.absoluteSeconds, input.method],
-      );
-    },
+    start: (userId: string, session: NewOwnerSession) => startSession(db, userId, session),
 
     /** The session's owner if it is live (neither idle too long nor past its end); marks it seen. */
     async touch(sessionHash: string, idleSeconds: number): Promise<OwnerSession | undefined> {
@@ -107,9 +121,13 @@ export function createOwnerSessionStore(db: Db) {
       return rows[0];
     },
 
-    /** The owner proved who they are again within the session (a passkey): it is fresh from now. */
+    /** The owner proved who they are again within the session (a passkey): it is fresh from now, and their history says so. */
     async reverify(sessionHash: string, method: AuthenticationMethod): Promise<void> {
-      await db.query(`UPDATE owner_sessions SET authenticated_by = $2, authenticated_at = now() WHERE session_hash = $1`, [sessionHash, method]);
+      await db.query(
+        `WITH fresh AS (UPDATE owner_sessions SET authenticated_by = $2, authenticated_at = now() WHERE session_hash = $1 RETURNING user_id)
+         INSERT INTO audit_events (event, actor, user_id, detail) SELECT 'owner_reauthenticated', 'owner', user_id, jsonb_build_object('by', $2::text) FROM fresh`,
+        [sessionHash, method],
+      );
     },
 
     async end(sessionHash: string): Promise<void> {

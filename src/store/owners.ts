@@ -23,6 +23,12 @@ export interface NewWebsiteNotice {
 }
 
 /** Owners: the user records agents belong to, as their owners see them (migrations/020). */
+/** What the owner may change of their settings: any of them, the rest stays. */
+export interface OwnerSettingsPatch {
+  approval_policy?: ApprovalPolicy;
+  notify_new_website?: boolean;
+}
+
 export function createOwnerStore(db: Db) {
   return {
     async settings(userId: string): Promise<OwnerSettings | undefined> {
@@ -68,10 +74,7 @@ export function createOwnerStore(db: Db) {
       return changed;
     },
 
-    async updateSettings(
-      userId: string,
-      patch: { approval_policy?: ApprovalPolicy; notify_new_website?: boolean },
-    ): Promise<OwnerSettings | undefined> {
+    async updateSettings(userId: string, patch: OwnerSettingsPatch): Promise<OwnerSettings | undefined> {
       const { rows } = await db.query<OwnerSettings>(
         `UPDATE users SET approval_policy = coalesce($2, approval_policy), notify_new_website = coalesce($3, notify_new_website)
          WHERE id = $1 RETURNING ${SETTINGS}`,

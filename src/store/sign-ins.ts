@@ -61,9 +61,11 @@ export interface NewSignIn {
 const overdue = (r: string) => `${r}.status IN ('pending', 'authenticated') AND ${r}.expires_at <= now()`;
 const RECORD_EXPIRY = `status = 'error', error = 'request_expired'`;
 
+/** The one expiry rule, as a column of the request `r`: overdue now, or its expiry already recorded. */
+export const expiredColumn = (r: string) => `(${overdue(r)} OR ${r}.error = 'request_expired') AS expired`;
+
 const STATE_COLUMNS = `r.id, r.client_id, r.status, r.error, r.agent_id, r.model, r.browser_hash, r.redirect_uri, r.state, r.expires_at,
-  r.approval, r.match_code,
-  (${overdue('r')} OR r.error = 'request_expired') AS expired`;
+  r.approval, r.match_code, ${expiredColumn('r')}`;
 
 /** Where a completed or denied request sends the browser, and who it was for (the audit log line). */
 export interface EndedSignIn {
@@ -130,12 +132,14 @@ export function createSignInStore(db: Db) {
       return rows[0];
     },
 
-    async get(id: string): Promise<SignInState | undefined> {
+    /** The sign-in's state; observing it records its expiry when it is overdue (recordExpiry). */
+    async observe(id: string): Promise<SignInState | undefined> {
       const { rows } = await db.query<SignInState>(`SELECT ${STATE_COLUMNS} FROM auth_requests r WHERE r.id = $1`, [id]);
       return recordExpiry(rows[0]);
     },
 
-    async getDetails(id: string): Promise<SignInDetails | undefined> {
+    /** As observe, with what the approval page shows. */
+    async observeDetails(id: string): Promise<SignInDetails | undefined> {
       const { rows } = await db.query<SignInDetails>(
         `SELECT ${STATE_COLUMNS}, r.scope, c.name AS client_name, a.name AS agent_name, u.email, r.resource, r.login_hint
          FROM auth_requests r

@@ -1,5 +1,5 @@
 import { DpopRefused, InvalidRequest } from '../errors.js';
-import type { DpopSetting } from './client-authentication.js';
+import type { DpopSetting } from './authenticate-caller.js';
 import type { TokenRequestFields } from './token-response.js';
 
 /**

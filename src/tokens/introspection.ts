@@ -3,10 +3,10 @@ import type { Config } from '../config.js';
 import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import { grantIdOf } from '../oauth/access-token.js';
-import { authenticateClient, type ClientCall } from '../oauth/client-auth.js';
+import { authenticateClient, type ClientCall } from '../oauth/client-credentials.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
 import type { Store } from '../store/index.js';
-import { authenticateCaller } from './client-authentication.js';
+import { authenticateCaller } from './authenticate-caller.js';
 import { isResourceToken } from './resource-tokens.js';
 import type { VerifiedAccessToken, VerifiedAccessTokens } from './verified-access-tokens.js';
 

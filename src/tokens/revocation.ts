@@ -2,13 +2,13 @@ import { sha256 } from '../crypto/secrets.js';
 import { InvalidRequest } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
 import { grantIdOf } from '../oauth/access-token.js';
-import type { ClientCall } from '../oauth/client-auth.js';
+import type { ClientCall } from '../oauth/client-credentials.js';
 import { isRefreshTokenFormat } from '../oauth/refresh-token-format.js';
 import type { AuditActor } from '../store/audit-log.js';
-import type { RevocationLevel } from '../store/grant-admin.js';
+import type { RevocationLevel } from '../store/grant-records.js';
 import type { EndedGrant } from '../store/grants.js';
 import type { Store } from '../store/index.js';
-import { authenticateCaller } from './client-authentication.js';
+import { authenticateCaller } from './authenticate-caller.js';
 import type { VerifiedAccessTokens } from './verified-access-tokens.js';
 
 /** What ending grants needs: the store slices `S` that end them, and the events that announce it. */
@@ -36,18 +36,18 @@ export async function revokeReused(deps: RevocationDeps, kind: 'code' | 'refresh
 
 /**
  * Every grant at one level (a grant, an agent, a user by email, a website; an agent's grants with one
- * website, all of an owner's) and the sign-ins in flight there (src/store/grant-admin.ts); undefined
+ * website, all of an owner's) and the sign-ins in flight there (src/store/grant-records.ts); undefined
  * when there is no such grant, agent, user or website. The admin API, the console (`by` admin) and
  * the owners (`by` owner) revoke through here.
  */
 export async function revokeAtLevel(
-  deps: RevocationDeps<'grantAdmin'>,
+  deps: RevocationDeps<'grantRecords'>,
   level: RevocationLevel,
   keys: string | string[],
   context: EventContext,
   by: AuditActor = 'admin',
 ): Promise<EndedGrant[] | undefined> {
-  const ended = await deps.store.grantAdmin.revoke(level, [keys].flat(), `${by}_${level}`);
+  const ended = await deps.store.grantRecords.revoke(level, [keys].flat(), `${by}_${level}`);
   return ended && announceEnded(deps.events, ended, context);
 }
 
@@ -58,7 +58,7 @@ export async function revokeAtLevel(
  * is no such record (nothing revoked then).
  */
 export async function rotateSecret<T>(
-  deps: RevocationDeps<'grantAdmin'>,
+  deps: RevocationDeps<'grantRecords'>,
   target: { level: 'agent' | 'client'; id: string; revokeGrants: boolean },
   rotate: () => Promise<T | undefined>,
   context: EventContext,
@@ -71,7 +71,7 @@ export async function rotateSecret<T>(
 
 /** `records` whose secret rotation ends the grants at `level` too, unless asked not to (rotateSecret). */
 function rotatingRecords<R extends { rotateSecret(id: string): Promise<unknown> }>(
-  deps: RevocationDeps<'grantAdmin'>,
+  deps: RevocationDeps<'grantRecords'>,
   level: 'agent' | 'client',
   records: R,
   context: EventContext,
@@ -84,7 +84,7 @@ function rotatingRecords<R extends { rotateSecret(id: string): Promise<unknown> 
 }
 
 /** The website records as the admin API and the console change them: rotating a secret (rotatingRecords). */
-export function clientRecords(deps: RevocationDeps<'clients' | 'grantAdmin'>, context: EventContext) {
+export function clientWrites(deps: RevocationDeps<'clients' | 'grantRecords'>, context: EventContext) {
   return rotatingRecords(deps, 'client', deps.store.clients, context);
 }
 
@@ -93,7 +93,7 @@ export function clientRecords(deps: RevocationDeps<'clients' | 'grantAdmin'>, co
  * agent ends its grants (src/store/agents.ts), announced here like every other ending; rotating its
  * secret ends them too unless asked not to (rotatingRecords).
  */
-export function agentRecords(deps: RevocationDeps<'agents' | 'grantAdmin'>, context: EventContext) {
+export function agentWrites(deps: RevocationDeps<'agents' | 'grantRecords'>, context: EventContext) {
   const { agents } = deps.store;
   return {
     ...rotatingRecords(deps, 'agent', agents, context),

@@ -1,7 +1,7 @@
 import { InvalidRequest, UnsupportedGrantType } from '../errors.js';
 import type { EventContext } from '../events/emitter.js';
-import type { ClientCall } from '../oauth/client-auth.js';
-import { authenticateCaller } from './client-authentication.js';
+import type { ClientCall } from '../oauth/client-credentials.js';
+import { authenticateCaller } from './authenticate-caller.js';
 import { authorizationCodeGrant } from './grant-types/authorization-code.js';
 import { refreshTokenGrant } from './grant-types/refresh-token.js';
 import type { GrantHandler, TokenEndpointDeps, TokenRequestFields, TokenResponse } from './token-response.js';

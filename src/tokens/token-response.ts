@@ -2,10 +2,10 @@ import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { EventContext, Events } from '../events/emitter.js';
 import { type BoundGrantSubject, signAccessToken, type TokenKeys } from '../oauth/access-token.js';
-import type { ClientCall } from '../oauth/client-auth.js';
+import type { ClientCall } from '../oauth/client-credentials.js';
 import type { SigningKeys } from '../oidc/signing-keys.js';
 import type { Store } from '../store/index.js';
-import type { ClientReads } from './client-authentication.js';
+import type { ClientReads } from './authenticate-caller.js';
 import type { ResourceTokens } from './resource-tokens.js';
 
 /** The body of a successful token response (RFC 6749 §5.1); both grant types answer with it. */

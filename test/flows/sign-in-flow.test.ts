@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { authenticate, complete, deny, loadBrowserSignIn, start, status, tryComplete } from '../../src/agent-sign-in/sign-in.js';
 import { loadConfig } from '../../src/config.js';
 import type { EventName, EventPayloads } from '../../src/events/catalogue.js';
 import type { EventContext } from '../../src/events/emitter.js';
-import { authenticate, complete, deny, loadBrowserSignIn, start, status, tryComplete } from '../../src/flows/sign-in.js';
 import type { Log } from '../../src/logger.js';
 import { openServices, type Services } from '../../src/services.js';
 import { createTestDatabase, storeName } from '../helpers/database.js';
-import { pkce } from '../helpers/flow.js';
+import { newSignIn } from '../helpers/services.js';
 
 /**
- * The sign-in state machine called directly, without HTTP (src/flows/sign-in.ts): the same store the
+ * The sign-in state machine called directly, without HTTP (src/agent-sign-in/sign-in.ts): the same store the
  * server runs on, the flow's functions given plain values. The HTTP tests beside this one drive the
  * same transitions through the routes.
  */
@@ -58,19 +58,7 @@ describe(`the sign-in flow without HTTP (${storeName})`, () => {
   afterAll(() => release());
 
   async function started(overrides: { login_hint?: string } = {}) {
-    const signIn = await start(
-      services,
-      {
-        client_id: client.client_id,
-        redirect_uri: client.redirect_uris[0],
-        state: 'st4te',
-        code_challenge: pkce().challenge,
-        scope: 'openid email',
-        login_hint: overrides.login_hint ?? null,
-        nonce: null,
-      },
-      context,
-    );
+    const signIn = await start(services, newSignIn(client, { login_hint: overrides.login_hint }), context);
     return { requestId: signIn.id, secret: signIn.bindingSecret };
   }
   const proof = (requestId: string, extra: Partial<Parameters<typeof authenticate>[1]> = {}) => ({

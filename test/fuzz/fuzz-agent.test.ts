@@ -67,7 +67,7 @@ describe(`fuzzing the agent endpoints (${storeName})`, { timeout: FUZZ_TIMEOUT }
 
   /** A successful authenticate spends the pending request: start another. */
   async function refresh() {
-    const current = await server.services.store.signIns.get(fixtures.pending_id as string);
+    const current = await server.services.store.signIns.observe(fixtures.pending_id as string);
     if (current?.status !== 'pending') fixtures.pending_id = await newRequest();
   }
 

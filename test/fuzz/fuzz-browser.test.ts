@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { csrfToken } from '../../src/flows/browser-binding.js';
+import { csrfToken } from '../../src/agent-sign-in/browser-binding.js';
 import { storeName } from '../helpers/database.js';
 import { agentAuthenticate, checkStatus, pkce, setRequestExpiry, startAuthorize } from '../helpers/flow.js';
 import {
@@ -106,7 +106,7 @@ describe(`fuzzing the browser routes (${storeName})`, { timeout: FUZZ_TIMEOUT },
 
   /** Approve and Deny end the authenticated request: prepare another. */
   async function refresh() {
-    const current = await server.services.store.signIns.get(fixtures.authenticated_id as string);
+    const current = await server.services.store.signIns.observe(fixtures.authenticated_id as string);
     if (current?.status === 'authenticated') return;
     const authenticated = await authenticatedRequest();
     fixtures.authenticated_id = authenticated;

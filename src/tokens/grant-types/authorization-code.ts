@@ -4,7 +4,7 @@ import { newRefreshToken } from '../../oauth/refresh-token-format.js';
 import { requestedResource } from '../../oauth/resource-indicator.js';
 import { signIdToken } from '../../oidc/id-token.js';
 import type { RedeemedCode } from '../../store/grants.js';
-import { authenticateCaller } from '../client-authentication.js';
+import { authenticateCaller } from '../authenticate-caller.js';
 import { dpopKeyOf } from '../dpop-binding.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';

@@ -1,11 +1,11 @@
 import { sha256 } from '../../crypto/secrets.js';
 import { InvalidGrant, InvalidRequest, InvalidScope, InvalidTarget } from '../../errors.js';
-import { authenticateClient } from '../../oauth/client-auth.js';
+import { authenticateClient } from '../../oauth/client-credentials.js';
 import { newRefreshToken } from '../../oauth/refresh-token-format.js';
 import { requestedResource } from '../../oauth/resource-indicator.js';
 import { scopeTokens } from '../../oauth/scopes.js';
 import type { GrantSubject } from '../../store/grants.js';
-import { authenticateCaller } from '../client-authentication.js';
+import { authenticateCaller } from '../authenticate-caller.js';
 import { dpopKeyOf } from '../dpop-binding.js';
 import { revokeReused } from '../revocation.js';
 import { type GrantHandler, tokenResponse } from '../token-response.js';

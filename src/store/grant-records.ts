@@ -98,7 +98,7 @@ const GRANT_ROWS = `SELECT g.id AS grant_id, g.agent_id, u.email, g.client_id, c
 const NEWEST_FIRST = 'ORDER BY g.created_at DESC, g.id';
 
 /** Sign-in history and revocation at every level, for the admin API. */
-export function createGrantAdminStore(db: Db) {
+export function createGrantRecordStore(db: Db) {
   const exists = async (table: 'agents' | 'clients', id: string) => (await db.query(`SELECT 1 FROM ${table} WHERE id = $1`, [id])).rows.length > 0;
 
   return {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { Db } from '../db/types.js';
+import type { Db } from './types.js';
 
 export const SIGN_IN_CHANGED_CHANNEL = 'auth_request_changed';
 

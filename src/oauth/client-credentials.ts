@@ -101,7 +101,7 @@ export function presentedCredentials(authorization: string | undefined, body: Cr
 /**
  * One call of /token, /introspect or /revoke: the credentials it presents, and its client once it
  * has authenticated. From then on its failures are the client's own, not a stranger's
- * (src/plugins/client-auth.ts counts them so).
+ * (src/plugins/client-endpoints.ts counts them so).
  */
 export interface ClientCall {
   readonly credentials: PresentedCredentials;

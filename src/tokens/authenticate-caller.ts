@@ -1,4 +1,4 @@
-import { authenticateClient, type AuthenticatedClient, type ClientCall } from '../oauth/client-auth.js';
+import { authenticateClient, type AuthenticatedClient, type ClientCall } from '../oauth/client-credentials.js';
 import type { Client } from '../store/clients.js';
 import type { Store } from '../store/index.js';
 

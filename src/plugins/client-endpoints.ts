@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import fp from 'fastify-plugin';
 import { checkClientAssertion } from '../clients/client-assertion.js';
 import { InvalidClient } from '../errors.js';
-import { type ClientCall, type CredentialFields, presentedCredentials } from '../oauth/client-auth.js';
+import { type ClientCall, type CredentialFields, presentedCredentials } from '../oauth/client-credentials.js';
 import { byAddress, failureCounter } from './rate-limit.js';
 
 declare module 'fastify' {

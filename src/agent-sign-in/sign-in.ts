@@ -1,9 +1,9 @@
-import { type AssertionDeps, checkAssertion } from '../agent-keys/assertion.js';
+import { type AssertedAgent, type AssertionDeps, checkAssertion } from '../agent-keys/assertion.js';
 import type { Config } from '../config.js';
 import { generateMatchCode, safeEqual, verifySecret } from '../crypto/secrets.js';
+import type { SignInChanges, SignInWatch } from '../db/sign-in-changes.js';
 import { AccessDenied, Conflict, InvalidCredentials, InvalidRequest, NotFound, OAuthError, RedirectOriginMismatch } from '../errors.js';
 import type { EventContext, Events } from '../events/emitter.js';
-import type { SignInChanges, SignInWatch } from '../events/sign-in-changes.js';
 import { redirectOrigin, redirectToClient } from '../oauth/redirect.js';
 import { scopeGrantsEmail } from '../oauth/scopes.js';
 import { SIGN_IN_ERRORS, type SignInStatus } from '../protocol/sign-in.js';
@@ -33,11 +33,18 @@ export interface SignInDeps {
   signInChanges: SignInChanges;
 }
 
-/** The expiry of a sign-in, emitted once: by the read that noticed it and wrote it down (however often it is reported afterwards). */
-function noticeExpiry({ events }: SignInDeps, state: SignInState, context: EventContext) {
-  if (!state.newly_expired) return;
-  const { id: request_id, client_id, agent_id, model } = state;
-  events.emit('sign-in.expired', { request_id, client_id, agent_id, model, awaiting_owner: state.approval === 'pending' }, context);
+/**
+ * A sign-in as one read finds it. The read that notices an expiry records it (src/store/sign-ins.ts)
+ * and it is emitted here, once, however often it is reported afterwards: every read of this flow
+ * goes through here.
+ */
+async function observe<T extends SignInState>({ events }: SignInDeps, read: Promise<T | undefined>, context: EventContext) {
+  const state = await read;
+  if (state?.newly_expired) {
+    const { id: request_id, client_id, agent_id, model } = state;
+    events.emit('sign-in.expired', { request_id, client_id, agent_id, model, awaiting_owner: state.approval === 'pending' }, context);
+  }
+  return state;
 }
 
 /**
@@ -78,13 +85,13 @@ const authenticatedAnswer = (requestId: string, signIn: AuthenticatedSignIn) => 
 });
 
 /**
- * Why the agent's credential does not prove it is `agentId` (and active), or undefined when it
- * does. Every reason gets the same answer; only the audit log tells them apart.
+ * The agent the credential proves to be `agentId` (and active), or why it does not. Every reason
+ * gets the same answer; only the audit log tells them apart.
  */
 async function checkCredential(
   deps: SignInDeps & AssertionDeps,
   { agentId, requestId, credential }: AgentProof,
-): Promise<AuthenticationFailure | undefined> {
+): Promise<AuthenticationFailure | AssertedAgent> {
   if ('assertion' in credential) return checkAssertion(deps, { assertion: credential.assertion, agentId, requestId });
   // Unknown agent, wrong secret, key-only and inactive agent: the same work for each (the hash,
   // then the audit row).
@@ -93,48 +100,79 @@ async function checkCredential(
   if (!agent) return 'unknown_agent';
   if (!secretMatches) return 'wrong_secret';
   if (!agent.secret_enabled) return 'secret_disabled';
-  return agent.active ? undefined : 'inactive_agent';
+  return agent.active ? agent : 'inactive_agent';
 }
 
-/** pending -> authenticated: the agent proves who it is for one sign-in. */
+/**
+ * Why the sign-in, as read before the write, is not this agent's to authenticate, if it is not: a
+ * sign-in for another website stays untouched (a request's redirect URI never changes, so reading
+ * it first leaves no gap), and REQUIRE_VERIFIED_EMAIL shares no email of an owner who never proved
+ * the mailbox (the request stays pending, so the agent may try again once the owner has used a
+ * sign-in link).
+ */
+function checkTarget(
+  deps: SignInDeps,
+  target: SignInDetails | undefined,
+  agent: AssertedAgent,
+  expectedOrigin: string | undefined,
+): [AuthenticationFailure, OAuthError] | undefined {
+  if (!target) return undefined;
+  if (deps.config.owners.requireVerifiedEmail && !agent.email_verified && scopeGrantsEmail(target.scope)) {
+    const refusal = new AccessDenied('the owner of this agent has not verified their email; they can at /account', 403, 'email_not_verified');
+    return ['email_not_verified', refusal];
+  }
+  const origin = redirectOrigin(target.redirect_uri);
+  if (expectedOrigin !== undefined && origin !== redirectOrigin(expectedOrigin)) {
+    return ['wrong_website', new RedirectOriginMismatch(origin, redirectOrigin(expectedOrigin))];
+  }
+  return undefined;
+}
+
+/** Why a sign-in the guarded write could not authenticate refused this agent, or its earlier answer when the call is a repeat. */
+function afterRefusedWrite(
+  current: SignInDetails | undefined,
+  { agentId, model, requestId }: AgentProof,
+): ReturnType<typeof authenticatedAnswer> | [AuthenticationFailure, OAuthError] {
+  if (!current) return ['request_not_found', new NotFound('the authorization request does not exist')];
+  const sameCall = current.agent_id === agentId && current.model === model;
+  // Repeating a successful call is harmless (the agent may not have seen our first answer).
+  if (sameCall && (current.status === 'authenticated' || current.status === 'completed') && !current.expired) {
+    return authenticatedAnswer(requestId, current);
+  }
+  const ended = endedError(current, 403);
+  if (ended) return [current.expired ? 'request_expired' : 'request_denied', ended];
+  // Still pending: the website reserved it for another agent, which may still come.
+  if (current.status === 'pending') return ['login_hint_mismatch', new AccessDenied('this sign-in is reserved for another agent (login_hint)')];
+  const taken =
+    current.agent_id === agentId
+      ? 'this agent has already authenticated this request with another model'
+      : 'another agent has already authenticated this request';
+  return ['request_taken', new Conflict(SIGN_IN_ERRORS.requestAlreadyAuthenticated, taken)];
+}
+
+/**
+ * pending -> authenticated: the agent proves who it is for one sign-in. The agent is read once (with
+ * its credential), the sign-in at most once before the one guarded write (when the website or the
+ * owner's email must be checked first), and once after it only when the write was refused, to say why.
+ */
 export async function authenticate(deps: SignInDeps, proof: AgentProof, context: EventContext) {
   const { store, events } = deps;
   const { requestId, agentId, model, expectedOrigin } = proof;
   const who = { request_id: requestId, agent_id: agentId, model };
   // The reason goes to the audit log (row and line), never into the answer.
-  const refuse = async (reason: AuthenticationFailure, error: OAuthError) => {
+  const refuse = async ([reason, error]: [AuthenticationFailure, OAuthError]) => {
     await store.auditLog.recordAuthenticationFailure({ requestId, agentId, model, reason });
     events.emit('agent.authentication_failed', { ...who, reason }, context);
     return error;
   };
 
-  const credentialFailure = await checkCredential(deps, proof);
-  if (credentialFailure) throw await refuse(credentialFailure, new InvalidCredentials());
+  const agent = await checkCredential(deps, proof);
+  if (typeof agent === 'string') throw await refuse([agent, new InvalidCredentials()]);
 
-  // REQUIRE_VERIFIED_EMAIL: an owner who never proved the mailbox is not shared as its owner. The
-  // request stays pending, so the agent may try again once the owner has used a sign-in link.
-  if (deps.config.owners.requireVerifiedEmail && !(await store.agents.getWithSecret(agentId))?.email_verified) {
-    const target = await store.signIns.getDetails(requestId);
-    if (target) noticeExpiry(deps, target, context);
-    if (target && scopeGrantsEmail(target.scope)) {
-      throw await refuse(
-        'email_not_verified',
-        new AccessDenied('the owner of this agent has not verified their email; they can at /account', 403, 'email_not_verified'),
-      );
-    }
-  }
-
-  // Checked before anything changes: a sign-in for another website stays untouched. A request's
-  // redirect URI never changes, so reading it first leaves no gap.
-  if (expectedOrigin !== undefined) {
-    const wanted = redirectOrigin(expectedOrigin);
-    const target = await store.signIns.get(requestId);
-    // This read may be the one that notices the expiry: emit it now, the later reads will not.
-    if (target) noticeExpiry(deps, target, context);
-    const origin = target && redirectOrigin(target.redirect_uri);
-    if (origin && origin !== wanted) {
-      throw await refuse('wrong_website', new RedirectOriginMismatch(origin, wanted));
-    }
+  const mustCheck = expectedOrigin !== undefined || (deps.config.owners.requireVerifiedEmail && !agent.email_verified);
+  if (mustCheck) {
+    const refused = checkTarget(deps, await observe(deps, store.signIns.observeDetails(requestId), context), agent, expectedOrigin);
+    if (refused) throw await refuse(refused);
   }
 
   const authenticated = await store.signIns.authenticate(requestId, agentId, model, generateMatchCode());
@@ -144,25 +182,9 @@ export async function authenticate(deps: SignInDeps, proof: AgentProof, context:
     if (authenticated.approval === 'pending') events.emit('sign-in.approval_requested', facts, context);
     return authenticatedAnswer(requestId, authenticated);
   }
-  const current = await store.signIns.getDetails(requestId);
-  if (!current) throw await refuse('request_not_found', new NotFound('the authorization request does not exist'));
-  noticeExpiry(deps, current, context);
-  const sameCall = current.agent_id === agentId && current.model === model;
-  // Repeating a successful call is harmless (the agent may not have seen our first answer).
-  if (sameCall && (current.status === 'authenticated' || current.status === 'completed') && !current.expired) {
-    return authenticatedAnswer(requestId, current);
-  }
-  const ended = endedError(current, 403);
-  if (ended) throw await refuse(current.expired ? 'request_expired' : 'request_denied', ended);
-  // Still pending: the website reserved it for another agent, which may still come.
-  if (current.status === 'pending') {
-    throw await refuse('login_hint_mismatch', new AccessDenied('this sign-in is reserved for another agent (login_hint)'));
-  }
-  const taken =
-    current.agent_id === agentId
-      ? 'this agent has already authenticated this request with another model'
-      : 'another agent has already authenticated this request';
-  throw await refuse('request_taken', new Conflict(SIGN_IN_ERRORS.requestAlreadyAuthenticated, taken));
+  const answer = afterRefusedWrite(await observe(deps, store.signIns.observeDetails(requestId), context), proof);
+  if (Array.isArray(answer)) throw await refuse(answer);
+  return answer;
 }
 
 /** One browser's step in its own sign-in: the request, and the binding secret its cookie holds. */
@@ -191,9 +213,8 @@ export async function loadBrowserSignIn(
   /** True: a completed sign-in is loaded too, for its browser to complete again (tryComplete). */
   completed = false,
 ): Promise<BrowserSignIn> {
-  const details = await deps.store.signIns.getDetails(requestId);
+  const details = await observe(deps, deps.store.signIns.observeDetails(requestId), context);
   if (!details) throw new NotFound('the authorization request does not exist');
-  noticeExpiry(deps, details, context);
   const ended = endedError(details, 400);
   if (ended) throw ended;
   if (details.status === 'completed' && !completed) throw new InvalidRequest('this sign-in has already been completed');
@@ -286,7 +307,7 @@ async function awaitChange(
 
 /** A sign-in's state as check-status reports it; with `wait`, once it changes (a long poll). */
 export async function status(deps: SignInDeps, requestId: string, context: EventContext, wait?: StatusWait): Promise<StatusAnswer> {
-  const read = () => deps.store.signIns.get(requestId);
+  const read = () => observe(deps, deps.store.signIns.observe(requestId), context);
   const watch = wait ? deps.signInChanges.watch(requestId) : undefined;
   let state: SignInState | undefined;
   try {
@@ -299,6 +320,5 @@ export async function status(deps: SignInDeps, requestId: string, context: Event
     watch?.stop();
   }
   if (!state) throw new NotFound('the authorization request does not exist');
-  noticeExpiry(deps, state, context);
   return statusAnswer(state);
 }

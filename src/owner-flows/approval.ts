@@ -44,8 +44,13 @@ export async function approvalOptions(deps: ApprovalDeps, requestId: string, use
 }
 
 /** Proof that the owner is there now: their passkey over this sign-in's challenge, or (without one) a fresh session. */
-async function freshlyVerified(deps: ApprovalDeps, requestId: string, owner: Decider, credential: AuthenticationResponseJSON | undefined) {
-  const passkeys = await deps.store.passkeys.count(owner.user_id);
+async function freshlyVerified(
+  deps: ApprovalDeps,
+  requestId: string,
+  owner: Decider,
+  passkeys: number,
+  credential: AuthenticationResponseJSON | undefined,
+) {
   if (passkeys === 0) return assertFresh(deps.config, owner, 'approving without a passkey');
   if (!credential) throw new FreshAuthenticationRequired("approve with your passkey: send an assertion over this sign-in's challenge");
   try {
@@ -61,12 +66,6 @@ async function freshlyVerified(deps: ApprovalDeps, requestId: string, owner: Dec
   }
 }
 
-/** Who the decided sign-in was for, as its event carries it. */
-async function decided(deps: ApprovalDeps, requestId: string) {
-  const facts = await deps.store.approvals.request(requestId);
-  return facts && { request_id: requestId, client_id: facts.client_id, agent_id: facts.agent_id, model: facts.model };
-}
-
 /** pending -> approved; approving again is harmless. */
 export async function approve(
   deps: ApprovalDeps,
@@ -79,12 +78,9 @@ export async function approve(
   if (signIn.approval === 'approved') return;
   if (signIn.status === 'error') throw new InvalidRequest('this sign-in has already been declined');
   if (signIn.approval !== 'pending') throw new InvalidRequest('this sign-in is not waiting for approval');
-  await freshlyVerified(deps, requestId, owner, credential);
-  if (await deps.store.approvals.approve(requestId, owner.user_id)) {
-    const facts = await decided(deps, requestId);
-    if (facts) deps.events.emit('sign-in.approved', facts, context);
-    return;
-  }
+  await freshlyVerified(deps, requestId, owner, signIn.owner_passkeys, credential);
+  const approved = await deps.store.approvals.approve(requestId, owner.user_id);
+  if (approved) return void deps.events.emit('sign-in.approved', approved, context);
   // Lost a race: approved meanwhile (fine), or declined or expired (say so).
   const now = await decidable(deps, requestId, owner.user_id);
   if (now.approval !== 'approved') throw new InvalidRequest('this sign-in can no longer be approved');
@@ -95,11 +91,8 @@ export async function deny(deps: ApprovalDeps, requestId: string, owner: Decider
   const signIn = await decidable(deps, requestId, owner.user_id);
   if (signIn.status === 'error') return;
   if (signIn.approval !== 'pending') throw new InvalidRequest('this sign-in is not waiting for approval');
-  if (await deps.store.approvals.deny(requestId, owner.user_id)) {
-    const facts = await decided(deps, requestId);
-    if (facts) deps.events.emit('sign-in.denied', { ...facts, by: 'owner' }, context);
-    return;
-  }
+  const denied = await deps.store.approvals.deny(requestId, owner.user_id);
+  if (denied) return void deps.events.emit('sign-in.denied', { ...denied, by: 'owner' }, context);
   const now = await decidable(deps, requestId, owner.user_id);
   if (now.status !== 'error') throw new InvalidRequest('this sign-in can no longer be declined');
 }
