@@ -38,6 +38,17 @@ export function offersOwnerSignIn(
   return client.owner_sign_in || (client.registration !== 'admin' && client.token_endpoint_auth_method === 'none');
 }
 
+/** The client and resource of a sign-in on the owner path; InvalidRequest when its client does not offer it. */
+export async function ownerPathOf(
+  deps: { store: Pick<Store, 'clients' | 'resources'> },
+  details: Pick<BrowserSignIn['details'], 'client_id' | 'login_hint' | 'resource'>,
+) {
+  const client = await deps.store.clients.get(details.client_id);
+  if (!client || !offersOwnerSignIn(client, details.login_hint)) throw new InvalidRequest('this app does not offer signing in as the owner');
+  const resource = details.resource ? await deps.store.resources.get(details.resource) : undefined;
+  return { client, resource };
+}
+
 /** A sign-in the owner may still answer: pending, for no named agent. */
 function assertOpen({ details }: BrowserSignIn) {
   if (details.status !== 'pending' || details.login_hint) throw new InvalidRequest('this sign-in is not waiting for its owner');

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { refuseForeignOrigin } from '../account/guards.js';
 import { csrfToken, csrfTokenMatches } from '../agent-sign-in/browser-binding.js';
-import { lendSignIn, offersOwnerSignIn, passOrAsk, refuseAsOwner } from '../agent-sign-in/owner-sign-in.js';
+import { lendSignIn, ownerPathOf, passOrAsk, refuseAsOwner } from '../agent-sign-in/owner-sign-in.js';
 import { loadBrowserSignIn, requestIdSchema } from '../agent-sign-in/sign-in.js';
 import { InvalidRequest, LoginRequired } from '../errors.js';
 import { openEmailLink, signInByEmailLink } from '../owner-flows/sign-in.js';
@@ -38,7 +38,7 @@ const TO_CLIENT = noBody('To the redirect_uri: with code, state and iss; or with
  */
 export default async function authorizeOwnerRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  const { config, store } = app.services;
+  const { config } = app.services;
   const issuerOrigin = new URL(config.issuer).origin;
   // The portal's budgets for the same actions: links asked for, and sign-ins before anyone is known.
   const linksPerAddress = app.limiter('email-link-ip', config.rateLimits.emailLinkPerIp, byAddress);
@@ -48,9 +48,7 @@ export default async function authorizeOwnerRoutes(fastify: FastifyInstance) {
   async function ownerSignIn(request: FastifyRequest, requestId: string) {
     const browser = await loadBrowserSignIn(app.services, requestId, request.bindingSecret(requestId), { log: request.log });
     const { details } = browser;
-    const client = await store.clients.get(details.client_id);
-    if (!client || !offersOwnerSignIn(client, details.login_hint)) throw new InvalidRequest('this app does not offer signing in as the owner');
-    const resource = details.resource ? await store.resources.get(details.resource) : undefined;
+    const { client, resource } = await ownerPathOf(app.services, details);
     const page = {
       requestId,
       clientName: details.client_name,
