@@ -142,7 +142,7 @@ describe(`audit log (${storeName})`, () => {
     const { client, code, verifier, requestId } = await signInToCode(server);
     const tokens = (await exchangeCode(server, client, code, verifier)).json();
     const successor = (await refresh(server, client, tokens.refresh_token)).json();
-    // The successor was used: presenting its parent again is reuse, not a retry (test/grants/refresh-retry.test.ts).
+    // The successor was used: presenting its parent again is reuse, not a retry (test/tokens/refresh-retry.test.ts).
     await refresh(server, client, successor.refresh_token);
     expect((await refresh(server, client, tokens.refresh_token)).json().error).toBe('invalid_grant');
     const events = await trail(requestId);
@@ -154,7 +154,7 @@ describe(`audit log (${storeName})`, () => {
 
     const second = await signInToCode(server, { client });
     await exchangeCode(server, client, second.code, second.verifier);
-    // An intercepted code comes without its verifier (the same exchange again is a retry: test/grants/code-retry.test.ts).
+    // An intercepted code comes without its verifier (the same exchange again is a retry: test/tokens/code-retry.test.ts).
     expect((await exchangeCode(server, client, second.code, 'x'.repeat(43))).json().error).toBe('invalid_grant');
     expect((await trail(second.requestId)).slice(-3).map((e) => [e.event, e.reason])).toEqual([
       ['token_issued', null],

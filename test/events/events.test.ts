@@ -76,7 +76,7 @@ describe(`every grant that ends is announced once, with its reason (${storeName}
     const { client, code, verifier } = await signInToCode(server);
     const tokens = (await exchangeCode(server, client, code, verifier)).json();
     const before = ended.length;
-    // An intercepted code comes without its verifier (the same exchange again is a retry: test/grants/code-retry.test.ts).
+    // An intercepted code comes without its verifier (the same exchange again is a retry: test/tokens/code-retry.test.ts).
     await exchangeCode(server, client, code, 'x'.repeat(43));
     const replayed = ended.slice(before);
     expect(replayed.map((g) => [g.grant_id, g.reason])).toEqual([[await grantIdOfRefresh(tokens.refresh_token), 'code_replay']]);

@@ -192,7 +192,7 @@ describe(`GET /authorize (${storeName})`, () => {
     expect(rows[0].code_hash).not.toBe(done.params.get('code'));
 
     // a second visit never delivers the same code again: the same browser, back before the code was
-    // redeemed, gets a fresh one in its place (test/flows/complete-retry.test.ts)
+    // redeemed, gets a fresh one in its place (test/agent-sign-in/complete-retry.test.ts)
     const again = await completeInBrowser(server, requestId, cookie);
     expect(again.res.statusCode).toBe(302);
     expect(again.params.get('code')).toMatch(/^aa_code_/);

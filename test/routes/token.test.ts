@@ -123,7 +123,7 @@ describe(`POST /token (${storeName})`, () => {
       const { access_token, refresh_token } = first.json();
       expect((await userinfo(server, access_token)).statusCode).toBe(200);
 
-      // An intercepted code comes without its verifier: the same exchange again is a retry (test/grants/code-retry.test.ts).
+      // An intercepted code comes without its verifier: the same exchange again is a retry (test/tokens/code-retry.test.ts).
       expectOAuthError(await exchangeCode(server, client, code, OTHER_VERIFIER), 400, 'invalid_grant');
 
       expect((await userinfo(server, access_token)).statusCode).toBe(401);
@@ -133,7 +133,7 @@ describe(`POST /token (${storeName})`, () => {
     });
 
     it('issues tokens once when the same code is exchanged concurrently (without a reuse interval)', async () => {
-      // With one, the same exchange again is a retry of a lost answer (test/grants/code-retry.test.ts).
+      // With one, the same exchange again is a retry of a lost answer (test/tokens/code-retry.test.ts).
       const strict = await startTestServer({ REFRESH_TOKEN_REUSE_INTERVAL_SECONDS: '0' });
       try {
         const { client, code, verifier } = await signInToCode(strict);
@@ -325,7 +325,7 @@ describe(`POST /token (${storeName})`, () => {
     it('treats reuse of a spent refresh token as theft: invalid_grant and the whole family is revoked', async () => {
       const first = await issueTokens(server);
       const second = (await refresh(server, first.client, first.refresh_token)).json();
-      // Its successor was used, so this is no retry of a lost answer (test/grants/refresh-retry.test.ts).
+      // Its successor was used, so this is no retry of a lost answer (test/tokens/refresh-retry.test.ts).
       const third = (await refresh(server, first.client, second.refresh_token)).json();
       expectOAuthError(await refresh(server, first.client, first.refresh_token), 400, 'invalid_grant');
       // The newest refresh token and every access token of the family are dead too.

@@ -14,7 +14,7 @@ describe(`races (${storeName})`, () => {
   });
   afterAll(() => server.close());
 
-  // Within the reuse interval the same exchange again is a retry of a lost answer (test/grants/code-retry.test.ts).
+  // Within the reuse interval the same exchange again is a retry of a lost answer (test/tokens/code-retry.test.ts).
   it('20 parallel redemptions of one code give exactly one 200 and no 5xx without a reuse interval', async () => {
     const strict = await startTestServer({ REFRESH_TOKEN_REUSE_INTERVAL_SECONDS: '0' });
     try {
@@ -32,7 +32,7 @@ describe(`races (${storeName})`, () => {
     }
   });
 
-  // Within the reuse interval a repeat of the token just spent is a retry (test/grants/refresh-retry.test.ts):
+  // Within the reuse interval a repeat of the token just spent is a retry (test/tokens/refresh-retry.test.ts):
   // several may get a pair, each discarding the one before, so that one token of the family stays live.
   it('20 parallel uses of one refresh token leave exactly one live refresh token, issued by a 200, and no 5xx', async () => {
     const { client, refresh_token } = await issueTokens(server);

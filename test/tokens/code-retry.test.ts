@@ -106,7 +106,7 @@ describe(`retried code exchanges (${storeName})`, () => {
     const other = await server.createClient();
     const variants: [string, (x: Awaited<ReturnType<typeof lostExchange>>) => ReturnType<typeof exchangeCode>][] = [
       ['another client', (x) => exchangeCode(server, { ...other, redirect_uris: x.client.redirect_uris }, x.code, x.verifier)],
-      ['another code_verifier', (x) => exchangeCode(server, x.client, x.code, `${x.verifier.slice(0, -1)}A`)],
+      ['another code_verifier', (x) => exchangeCode(server, x.client, x.code, `${x.verifier.slice(0, -1)}${x.verifier.endsWith('A') ? 'B' : 'A'}`)],
       ['another redirect_uri', (x) => exchangeCode(server, x.client, x.code, x.verifier, { redirect_uri: 'https://shop.example/other' })],
     ];
     for (const [name, variant] of variants) {
