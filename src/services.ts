@@ -11,6 +11,7 @@ import { type SignInChanges, watchSignInChanges } from './db/sign-in-changes.js'
 import type { Db } from './db/types.js';
 import { DpopNonces } from './dpop/nonces.js';
 import { DpopProofs } from './dpop/proofs.js';
+import { writeActivityLogLines } from './events/activity-log-lines.js';
 import { writeAuditLogLines } from './events/audit-log-lines.js';
 import { Events } from './events/emitter.js';
 import { countEvents } from './events/metrics.js';
@@ -89,6 +90,7 @@ export async function openServices(config: Config, db?: Db): Promise<Services> {
     const nonces = new DpopNonces(await store.serverKeys.dpopNonceSecret(randomToken(32)));
     const events = new Events();
     writeAuditLogLines(events);
+    writeActivityLogLines(events);
     countEvents(events, metrics);
     const mailer = createMailer(config.mail);
     noticeNewWebsites(events, { config, store, mailer });

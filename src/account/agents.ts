@@ -88,7 +88,8 @@ export default async function agentRoutes(fastify: FastifyInstance) {
         },
       },
     },
-    async (request, reply) => reply.code(201).send(await createAgent(services, signedInOwner(request).user_id, request.body.name ?? null)),
+    async (request, reply) =>
+      reply.code(201).send(await createAgent(services, signedInOwner(request).user_id, request.body.name ?? null, { log: request.log })),
   );
 
   app.patch(

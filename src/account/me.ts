@@ -57,7 +57,7 @@ export default async function meRoutes(fastify: FastifyInstance) {
       },
       config: { requireFresh: (request) => settingsWeakening(app.services, signedInOwner(request).user_id, request.body) },
     },
-    async (request) => changeSettings(app.services, signedInOwner(request).user_id, request.body),
+    async (request) => changeSettings(app.services, signedInOwner(request).user_id, request.body, { log: request.log }),
   );
 
   // Shares the budget per client address of asking for sign-in links: each call mails a link.

@@ -62,6 +62,30 @@ export interface EventPayloads {
   'grant.ended': GrantFacts & { reason: string };
   /** One access token revoked on its own by its client (RFC 7009); its grant lives on. */
   'access-token.revoked': GrantFacts & { reason: 'client_revocation' };
+
+  // The owner's facts: their history rows are written with the change (src/store), these are for everyone else.
+  /** An owner session started, by an email link or a passkey. */
+  'owner.signed_in': { user_id: string; method: 'email_link' | 'passkey' };
+  /** The owner confirmed it is them with a passkey (step-up): the session is fresh. */
+  'owner.stepped_up': { user_id: string };
+  /** The owner ended this session, or every session of theirs (`everywhere`). */
+  'owner.signed_out': { user_id: string; everywhere: boolean };
+  /** The owner added or removed a passkey. */
+  'owner.passkey_added': { user_id: string; passkey_id: string };
+  'owner.passkey_removed': { user_id: string; passkey_id: string };
+  /** The owner changed their settings; `fields` names what changed. */
+  'owner.settings_changed': { user_id: string; fields: string[] };
+  /** An owner created, changed (`fields`), gave a new secret to or deleted one of their agents in the portal. */
+  'agent.created': { user_id: string; agent_id: string };
+  'agent.updated': { user_id: string; agent_id: string; fields: string[] };
+  'agent.secret_rotated': { user_id: string; agent_id: string; revoke_grants: boolean };
+  'agent.deleted': { user_id: string; agent_id: string };
+
+  // The operator's facts: back-channel logout deliveries (src/logout/sender.ts).
+  /** A website took a logout token (2xx). */
+  'logout.delivered': { jti: string; client_id: string; attempt: number };
+  /** A website refused a logout token or did not answer; `given_up`: it will not be sent again. */
+  'logout.refused': { jti: string; client_id: string; attempt: number; refusal: string; given_up: boolean };
 }
 
 export type EventName = keyof EventPayloads;

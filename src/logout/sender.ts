@@ -2,8 +2,8 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { Config } from '../config.js';
+import type { Events } from '../events/emitter.js';
 import type { Log } from '../logger.js';
-import type { Metrics } from '../metrics.js';
 import type { SigningKeys } from '../oidc/signing-keys.js';
 import type { Store } from '../store/index.js';
 import type { DueDelivery } from '../store/logout-deliveries.js';
@@ -40,7 +40,7 @@ export interface SenderDeps {
   config: Pick<Config, 'issuer' | 'adminHost' | 'adminPort' | 'logoutAllowPrivateNetworks'>;
   store: Pick<Store, 'logoutDeliveries'>;
   signingKeys: SigningKeys;
-  metrics: Metrics;
+  events: Events;
   log: Log;
 }
 
@@ -136,9 +136,7 @@ export async function startLogoutSender(deps: SenderDeps, timings: SenderTimings
     const fields = { jti: delivery.jti, client_id: delivery.client_id, attempt: delivery.attempts };
     if (!refused) {
       await logoutDeliveries.delivered(delivery.jti);
-      deps.metrics.logoutDeliveries.inc({ result: 'delivered' });
-      deps.log.info(fields, 'logout token delivered');
-      return;
+      return deps.events.emit('logout.delivered', fields, { log: deps.log });
     }
     const status = await logoutDeliveries.refused({
       jti: delivery.jti,
@@ -148,11 +146,7 @@ export async function startLogoutSender(deps: SenderDeps, timings: SenderTimings
       timedOut: refused.timedOut,
       websiteDelay: { first: retryDelay(1, timings), max: timings.maxDelay },
     });
-    deps.metrics.logoutDeliveries.inc({ result: status === 'failed' ? 'failed' : 'retried' });
-    deps.log.warn(
-      { ...fields, refusal: refused.reason },
-      status === 'failed' ? 'logout token delivery failed; given up' : 'logout token delivery refused; will retry',
-    );
+    deps.events.emit('logout.refused', { ...fields, refusal: refused.reason, given_up: status === 'failed' }, { log: deps.log });
   }
 
   async function claim(): Promise<void> {

@@ -1,6 +1,6 @@
 import type { RegistrationResponseJSON } from '@simplewebauthn/server';
 import { InvalidRequest, NotFound } from '../errors.js';
-import type { EventContext } from '../events/emitter.js';
+import type { EventContext, Events } from '../events/emitter.js';
 import { type PasskeyDeps, refusedAs, register } from '../passkeys/webauthn.js';
 import type { Store } from '../store/index.js';
 import type { OwnerSettings, OwnerSettingsPatch } from '../store/owners.js';
@@ -13,6 +13,7 @@ import type { OwnerSettings, OwnerSettingsPatch } from '../store/owners.js';
 
 export interface OwnerSettingsDeps extends PasskeyDeps {
   store: Pick<Store, 'owners' | 'passkeys' | 'auditLog'>;
+  events: Events;
 }
 
 // The owner's row goes with the session (ON DELETE CASCADE), so it is there while the session is.
@@ -26,9 +27,10 @@ export const ownerView = async (deps: Pick<OwnerSettingsDeps, 'store'>, userId: 
   withPasskeys(deps, userId, await deps.store.owners.settings(userId));
 
 /** Changes the owner's settings (approval policy, mail about new websites); returns the owner's view. */
-export async function changeSettings(deps: OwnerSettingsDeps, userId: string, patch: OwnerSettingsPatch) {
+export async function changeSettings(deps: OwnerSettingsDeps, userId: string, patch: OwnerSettingsPatch, context: EventContext) {
   const settings = await deps.store.owners.updateSettings(userId, patch);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'owner_settings_changed', userId, detail: { ...patch } });
+  deps.events.emit('owner.settings_changed', { user_id: userId, fields: Object.keys(patch) }, context);
   return withPasskeys(deps, userId, settings);
 }
 
@@ -39,7 +41,7 @@ const recordPasskey = (deps: OwnerSettingsDeps, userId: string, event: 'passkey_
 export async function addPasskey(deps: OwnerSettingsDeps, userId: string, credential: RegistrationResponseJSON, name: string, context: EventContext) {
   const passkey = await refusedAs(register(deps, userId, credential, name), InvalidRequest);
   await recordPasskey(deps, userId, 'passkey_added', { passkey_id: passkey.id, name: passkey.name });
-  context.log.info({ passkey_id: passkey.id }, 'owner registered a passkey');
+  deps.events.emit('owner.passkey_added', { user_id: userId, passkey_id: passkey.id }, context);
   return passkey;
 }
 
@@ -55,6 +57,6 @@ export async function removePasskey(deps: OwnerSettingsDeps, userId: string, id:
   const name = await deps.store.passkeys.delete(id, userId);
   if (name === undefined) throw new NotFound('no such passkey');
   await recordPasskey(deps, userId, 'passkey_removed', { passkey_id: id, name });
-  context.log.info({ passkey_id: id }, 'owner deleted a passkey');
+  deps.events.emit('owner.passkey_removed', { user_id: userId, passkey_id: id }, context);
   return name;
 }

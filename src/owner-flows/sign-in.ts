@@ -2,7 +2,7 @@ import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import type { Config } from '../config.js';
 import { generateId, sha256 } from '../crypto/secrets.js';
 import { LoginRequired, OAuthError } from '../errors.js';
-import type { EventContext } from '../events/emitter.js';
+import type { EventContext, Events } from '../events/emitter.js';
 import type { Mailer } from '../mail/mailer.js';
 import { emailChangedMessage } from '../mail/messages.js';
 import { newSessionSecret, SESSION_LIFETIMES } from '../owners/sessions.js';
@@ -22,6 +22,7 @@ export interface OwnerSignInDeps extends PasskeyDeps {
   config: Pick<Config, 'issuer' | 'brand' | 'owners'>;
   store: Pick<Store, 'emailLinks' | 'ownerSessions' | 'passkeys'>;
   mailer: Mailer;
+  events: Events;
 }
 
 /** A session just started: the cookie's value. */
@@ -74,7 +75,7 @@ export async function signInByEmailLink(
       .send(emailChangedMessage({ to: from, brand: deps.config.brand.name, newEmail: to, link: `${deps.config.issuer}/account` }), context.log)
       .catch(() => {});
   }
-  context.log.info('owner signed in by email link');
+  deps.events.emit('owner.signed_in', { user_id: started.user_id, method: 'email_link' }, context);
   return { sessionSecret: session.secret };
 }
 
@@ -94,18 +95,18 @@ export async function signInByPasskey(
   );
   const session = newSession(replacing);
   await deps.store.ownerSessions.start(user_id, { ...session.start, method: 'passkey' });
-  context.log.info('owner signed in with a passkey');
+  deps.events.emit('owner.signed_in', { user_id, method: 'passkey' }, context);
   return { sessionSecret: session.secret };
 }
 
 /** Ends this session on every instance; `everywhere`: every session of the owner, on every device. */
 export async function signOut(
-  deps: Pick<OwnerSignInDeps, 'store'>,
+  deps: Pick<OwnerSignInDeps, 'store' | 'events'>,
   session: { user_id: string; hash: string },
   everywhere: boolean,
   context: EventContext,
 ): Promise<void> {
   if (everywhere) await deps.store.ownerSessions.endAll(session.user_id);
   else await deps.store.ownerSessions.end(session.hash);
-  context.log.info({ everywhere }, 'owner signed out');
+  deps.events.emit('owner.signed_out', { user_id: session.user_id, everywhere }, context);
 }

@@ -1,6 +1,6 @@
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server';
 import { FreshAuthenticationRequired, InvalidRequest } from '../errors.js';
-import type { EventContext } from '../events/emitter.js';
+import type { EventContext, Events } from '../events/emitter.js';
 import { assertionOptions, type PasskeyDeps, refusedAs, verifyAssertion } from '../passkeys/webauthn.js';
 import type { Store } from '../store/index.js';
 import type { IssuedChallenge, StoredCredential } from '../store/passkeys.js';
@@ -13,6 +13,7 @@ import type { IssuedChallenge, StoredCredential } from '../store/passkeys.js';
 
 export interface StepUpDeps extends PasskeyDeps {
   store: Pick<Store, 'passkeys' | 'ownerSessions'>;
+  events: Events;
 }
 
 /** The session a step-up makes fresh: its owner and the digest that keys it. */
@@ -42,5 +43,5 @@ export async function stepUp(deps: StepUpDeps, session: SteppingUp, credential: 
     issued.session_hash === session.hash && issued.user_id === session.user_id && passkey.user_id === session.user_id;
   await refusedAs(verifyAssertion(deps, 'reauthentication', credential, mine), FreshAuthenticationRequired);
   await deps.store.ownerSessions.reverify(session.hash, 'passkey');
-  context.log.info('owner confirmed with a passkey');
+  deps.events.emit('owner.stepped_up', { user_id: session.user_id }, context);
 }

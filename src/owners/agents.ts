@@ -62,10 +62,11 @@ function lastOf(signIns: OwnerAgentLastSignIn[], agentId: string) {
 }
 
 /** A new agent of the owner; its secret is in the answer and nowhere else. Off with OWNER_AGENT_CREATION=false. */
-export async function createAgent(deps: OwnerAgentDeps, userId: string, name: string | null) {
+export async function createAgent(deps: OwnerAgentDeps, userId: string, name: string | null, context: EventContext) {
   if (!deps.config.owners.agentCreation) throw new Forbidden('only the operators create agents on this server');
   const agent = await deps.store.ownerAgents.create(userId, name);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_created', userId, agentId: agent.agent_id });
+  deps.events.emit('agent.created', { user_id: userId, agent_id: agent.agent_id }, context);
   return { ...agent, last_sign_in: null, websites: [] };
 }
 
@@ -83,6 +84,7 @@ export async function updateAgent(
   const agent = await deps.store.ownerAgents.update(userId, agentId, approvalPolicy === undefined ? {} : { approval_policy: approvalPolicy });
   if (!agent) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_updated', userId, agentId, detail: { fields: Object.keys(patch) } });
+  deps.events.emit('agent.updated', { user_id: userId, agent_id: agentId, fields: Object.keys(patch) }, context);
   return agent;
 }
 
@@ -92,6 +94,7 @@ export async function rotateAgentSecret(deps: OwnerAgentDeps, userId: string, ag
   const agent = await rotateSecret(deps, target, () => deps.store.ownerAgents.rotateSecret(userId, agentId), context, 'owner');
   if (!agent) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_secret_rotated', userId, agentId, detail: { revoke_grants: revokeGrants } });
+  deps.events.emit('agent.secret_rotated', { user_id: userId, agent_id: agentId, revoke_grants: revokeGrants }, context);
   return agent;
 }
 
@@ -100,6 +103,7 @@ export async function deleteAgent(deps: OwnerAgentDeps, userId: string, agentId:
   await assertOwnAgent(deps, userId, agentId);
   if (!(await agentWrites(deps, context).remove(agentId))) throw noSuchAgent(agentId);
   await deps.store.auditLog.recordAction({ actor: 'owner', event: 'agent_deleted', userId, agentId });
+  deps.events.emit('agent.deleted', { user_id: userId, agent_id: agentId }, context);
 }
 
 /** Ends the agent's grants with one website, and its sign-ins there in flight, on every instance at once. */

@@ -89,6 +89,21 @@ describe(`the owner's flows without HTTP (${storeName})`, () => {
     expect(await currentOwner(services, other.secret)).toBeUndefined();
   });
 
+  it('emits each of the owner’s facts once, with who, for the log lines and counters that subscribe', async () => {
+    const facts: [string, unknown][] = [];
+    for (const name of ['owner.signed_in', 'owner.settings_changed', 'owner.signed_out'] as const) {
+      services.events.on(name, (event) => void facts.push([name, event]));
+    }
+    const owner = await signedIn('facts@example.com');
+    await changeSettings(services, owner.user_id, { notify_new_website: false }, context);
+    await signOut(services, owner, false, context);
+    expect(facts).toEqual([
+      ['owner.signed_in', { user_id: owner.user_id, method: 'email_link' }],
+      ['owner.settings_changed', { user_id: owner.user_id, fields: ['notify_new_website'] }],
+      ['owner.signed_out', { user_id: owner.user_id, everywhere: false }],
+    ]);
+  });
+
   it('a link to change the address moves the account, or says the address is taken', async () => {
     const owner = await signedIn('old@example.com');
     await signedIn('taken@example.com');
@@ -101,7 +116,7 @@ describe(`the owner's flows without HTTP (${storeName})`, () => {
 
   it('settings and passkeys: each change is written and in the history; another owner’s passkey is not found', async () => {
     const owner = await signedIn('keys@example.com');
-    const view = await changeSettings(services, owner.user_id, { approval_policy: 'always' });
+    const view = await changeSettings(services, owner.user_id, { approval_policy: 'always' }, context);
     expect(view).toMatchObject({ approval_policy: 'always', notify_new_website: true, passkeys: [] });
     const authenticator = new SoftwareAuthenticator(ISSUER);
     const made = authenticator.register(await registrationOptions(services, owner));
@@ -161,7 +176,7 @@ describe(`the owner's flows without HTTP (${storeName})`, () => {
 
     it('without a passkey: a fresh session approves, once; a stale one may not; another owner finds nothing', async () => {
       const owner = await signedIn('approver@example.com');
-      await changeSettings(services, owner.user_id, { approval_policy: 'always' });
+      await changeSettings(services, owner.user_id, { approval_policy: 'always' }, context);
       const requestId = await waiting('approver@example.com');
       const stranger = await signedIn('other-owner@example.com');
       expect(await refusal(approve(services, requestId, stranger, undefined, context))).toEqual({ error: 'not_found', status: 404 });
@@ -181,7 +196,7 @@ describe(`the owner's flows without HTTP (${storeName})`, () => {
 
     it('deny ends the sign-in, once; then it can no longer be approved', async () => {
       const owner = await signedIn('denier@example.com');
-      await changeSettings(services, owner.user_id, { approval_policy: 'always' });
+      await changeSettings(services, owner.user_id, { approval_policy: 'always' }, context);
       const requestId = await waiting('denier@example.com');
       emitted.length = 0;
       await deny(services, requestId, owner, context);
@@ -193,7 +208,7 @@ describe(`the owner's flows without HTTP (${storeName})`, () => {
 
     it('with a passkey: only an assertion over this sign-in’s challenge approves', async () => {
       const owner = await signedIn('passkey-approver@example.com');
-      await changeSettings(services, owner.user_id, { approval_policy: 'always' });
+      await changeSettings(services, owner.user_id, { approval_policy: 'always' }, context);
       const authenticator = new SoftwareAuthenticator(ISSUER);
       await addPasskey(services, owner.user_id, authenticator.register(await registrationOptions(services, owner)), 'Key', context);
       const requestId = await waiting('passkey-approver@example.com');
