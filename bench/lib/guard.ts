@@ -29,7 +29,9 @@ export function guard(file: string, store: string, ceiling: Measurement, ours: R
   const key = `${machineClass()}, ${store}`;
   const now = shares(ceiling, ours);
   const recorded: Recorded = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Recorded) : {};
-  const lines = GUARDED.map((op) => `  ${op}: ${now[op].toFixed(3)} of the bare route's CPU per request (recorded ${recorded[key]?.[op]?.toFixed(3) ?? 'none'})`);
+  const lines = GUARDED.map(
+    (op) => `  ${op}: ${now[op].toFixed(3)} of the bare route's CPU per request (recorded ${recorded[key]?.[op]?.toFixed(3) ?? 'none'})`,
+  );
   if (record) {
     writeFileSync(file, `${JSON.stringify({ ...recorded, [key]: now }, null, 2)}\n`);
     return { lines: [...lines, `  recorded for ${key} in ${file}`], held: true };

@@ -140,7 +140,10 @@ describe(`admin API (${storeName})`, () => {
       const { client_id: id } = await server.createClient();
       const before = await row('clients', id);
       for (const [body, field] of [
-        [{}, 'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, owner_sign_in, dpop_nonce_required, active'],
+        [
+          {},
+          'name, redirect_uris, id_token_signed_response_alg, backchannel_logout_uri, dpop_bound_access_tokens, owner_sign_in, dpop_nonce_required, active',
+        ],
         [{ active: 'yes' }, 'active'],
         [{ redirect_uris: ['http://evil.example/cb'] }, 'redirect_uris'],
         [{ name: null }, 'name'],
