@@ -68,8 +68,9 @@ export default defineConfig({
     isolate: false,
     // Most test files wait on sockets, browsers and timers, not the CPU: two at a time on a 2-core machine.
     maxWorkers: 2,
-    // PGlite boots a WASM PostgreSQL per test file; give it room on a busy 2-core machine.
+    // A hook may start a server on a seeded embedded store (two WASM PostgreSQL boots) while CI runs the
+    // passes, types and lint side by side on two cores: give it room.
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
   },
 });
