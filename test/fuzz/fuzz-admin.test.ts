@@ -27,7 +27,7 @@ import {
   type Sent,
   strayBody,
 } from '../helpers/fuzz.js';
-import { ADMIN_TOKEN, startTestServer, type TestServer } from '../helpers/server.js';
+import { ADMIN_TOKEN, CLIENT_VIEW, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * Requests per endpoint (at least MIN_RUNS, times FUZZ_SCALE: see helpers/fuzz.ts), sized to the
@@ -91,20 +91,6 @@ const email: FieldSpec[string] = [
   ),
 ];
 
-const CLIENT_VIEW = [
-  'active',
-  'backchannel_logout_uri',
-  'client_id',
-  'created_at',
-  'dpop_bound_access_tokens',
-  'dpop_nonce_required',
-  'id_token_signed_response_alg',
-  'name',
-  'owner_sign_in',
-  'redirect_uris',
-  'registration',
-  'token_endpoint_auth_method',
-];
 const AGENT_VIEW = ['active', 'agent_id', 'client_id', 'created_at', 'email', 'kind', 'name', 'secret_enabled'];
 
 const json = (value: unknown): Body => ({ kind: 'json', value, contentType: 'application/json' });

@@ -10,6 +10,22 @@ import { createTestDatabase } from './database.js';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 export const ISSUER = 'http://localhost:3000';
 
+/** The fields of a website's view in the admin API (`client_secret` too when it is created or rotated). */
+export const CLIENT_VIEW = [
+  'active',
+  'backchannel_logout_uri',
+  'client_id',
+  'created_at',
+  'dpop_bound_access_tokens',
+  'dpop_nonce_required',
+  'id_token_signed_response_alg',
+  'name',
+  'owner_sign_in',
+  'redirect_uris',
+  'registration',
+  'token_endpoint_auth_method',
+];
+
 export interface TestServer {
   app: FastifyInstance;
   admin: FastifyInstance;
