@@ -93,16 +93,16 @@ async function openPgliteFromTemplate(): Promise<Db> {
       closed = true;
       await Promise.all([...listening].map((unlisten) => unlisten()));
       // A store a test left closed, mid-transaction or changed in shape is not reused.
-      const reused =
-        !store.closed &&
-        (await shapeOf(store, 'public')
-          .then(
-            async (now) => now === shape && (await store.exec(emptying), true),
-            () => false,
-          )
-          .catch(() => false));
-      if (reused) idlePglites.push(store);
-      else if (!store.closed) await store.close();
+      if (store.closed) return;
+      try {
+        if ((await shapeOf(store, 'public')) === shape) {
+          await store.exec(emptying);
+          return void idlePglites.push(store);
+        }
+      } catch {
+        // Mid-transaction, or broken otherwise: closed below.
+      }
+      await store.close();
     },
   };
 }
