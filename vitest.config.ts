@@ -1,9 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import SlowFirst from './test/sequencer.js';
 
 // Files whose subject is not the store (browsers, SDKs, real client libraries, docs and deploy files,
-// pure rules): .ci/run's second pass, on PostgreSQL, sets STORE_TESTS_ONLY so that they run once per CI run.
-// Everything else runs on both stores; `npm test` alone always runs every file.
+// pure rules): they run on the embedded store only. Every other file runs on PGlite always, and on
+// PostgreSQL too when TEST_DATABASE_URL is set (the project `postgres` below).
 const storeIndependent = [
   'sdk/typescript/test/**',
   'test/architecture.test.ts',
@@ -23,7 +24,15 @@ const storeIndependent = [
   'test/web-bot-auth/interop.test.ts',
   'test/web-bot-auth/cli-signing-keys.test.ts',
   'test/web-bot-auth/readme-signed-requests.test.ts',
+  // A person in Chromium: the pages, scripts and passkeys; the flows' store side is their HTTP tests' (test/account,
+  // test/owners, test/owner-flows, test/agent-sign-in, test/mcp/mcp-e2e.test.ts), on both stores.
   'test/console/console-browser.test.ts',
+  'test/account/owner-first-hour.test.ts',
+  'test/account/portal-browser.test.ts',
+  'test/account/step-up-browser.test.ts',
+  'test/agent-sign-in/browser.test.ts',
+  'test/mcp/people-clients.test.ts',
+  'test/passkeys/passkey-browser.test.ts',
   'test/logout/example-website-logout.test.ts',
   'test/pages/pages.test.ts',
   'test/plugins/openapi.test.ts',
@@ -39,6 +48,14 @@ const storeIndependent = [
   'test/mcp/mcp-agent-document.test.ts',
 ];
 
+const postgres = process.env.TEST_DATABASE_URL;
+const tests = ['test/**/*.test.ts', 'sdk/typescript/test/**/*.test.ts'];
+// The fuzzers' requests (test/helpers/fuzz.ts): with both stores, 30% of them on PGlite, where each costs
+// about three times the CPU, and 70% on PostgreSQL; as many in all as `npm test` sends on one store.
+const fuzzScale = Number(process.env.FUZZ_SCALE ?? 1);
+const fuzzShare = (share: number) => String(postgres ? fuzzScale * share : fuzzScale);
+const notTests = ['**/node_modules/**', 'test/**/*.slow.test.ts'];
+
 const sdk = (file: string) => fileURLToPath(new URL(`./sdk/typescript/src/${file}`, import.meta.url));
 const kit = (file: string) => fileURLToPath(new URL(`./sdk/website/src/${file}`, import.meta.url));
 
@@ -53,23 +70,36 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['test/**/*.test.ts', 'sdk/typescript/test/**/*.test.ts'],
-    // Slow tests (a fresh clone and its npm ci) run once per CI run, by `npm run test:slow`.
-    exclude: [
-      '**/node_modules/**',
-      ...(process.env.SLOW_TESTS ? [] : ['test/**/*.slow.test.ts']),
-      ...(process.env.STORE_TESTS_ONLY ? storeIndependent : []),
+    // One run, one scheduler: the projects' files share the workers, so the long waits of one store's files
+    // (browsers, child processes, timers) overlap the other's work.
+    projects: [
+      {
+        extends: true as const,
+        test: { name: 'pglite', include: tests, exclude: notTests, env: { TEST_DATABASE_URL: '', FUZZ_SCALE: fuzzShare(0.3) } },
+      },
+      ...(postgres
+        ? [
+            {
+              extends: true as const,
+              test: { name: 'postgres', include: tests, exclude: [...notTests, ...storeIndependent], env: { FUZZ_SCALE: fuzzShare(0.7) } },
+            },
+          ]
+        : []),
+      // The README followed line by line in a fresh clone (npm ci, a Python virtual environment): once per
+      // CI run, with SLOW_TESTS set (`npm run test:slow` runs it alone).
+      ...(process.env.SLOW_TESTS ? [{ extends: true as const, test: { name: 'slow', include: ['test/**/*.slow.test.ts'] } }] : []),
     ],
     globalSetup: ['test/global-setup.ts'],
+    sequence: { sequencer: SlowFirst },
     pool: 'forks',
     // A worker keeps the modules it loaded from one test file to the next: each file starts its own servers
     // and databases and closes them, and no test changes process-wide state it does not restore. Importing
     // the server afresh for every file cost about 30% of a run's CPU.
     isolate: false,
-    // Most test files wait on sockets, browsers and timers, not the CPU: two at a time on a 2-core machine.
-    maxWorkers: 2,
-    // A hook may start a server on a seeded embedded store (two WASM PostgreSQL boots) while CI runs the
-    // passes, types and lint side by side on two cores: give it room.
+    // Most test files wait on sockets, browsers and timers, not the CPU: three at a time keep two cores busy.
+    maxWorkers: 3,
+    // A hook may start a server on a seeded embedded store (two WASM PostgreSQL boots) while CI runs types
+    // and lint beside the tests on two cores: give it room.
     testTimeout: 30_000,
     hookTimeout: 120_000,
   },

@@ -4,8 +4,8 @@ import { existsSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { adminTokenPath } from './admin/admin-token.js';
-import { defaultOf } from './config.js';
-import { replaceUnprintable } from './protocol/text.js';
+import { DEFAULT_ADMIN_PORT, DEFAULT_DATA_DIR } from './defaults.js';
+import { replaceUnprintable } from './protocol/unprintable.js';
 
 /** `agent-auth`: the operators' command line over the admin API (docs/protocol.md, README "Registering"). */
 
@@ -24,7 +24,7 @@ interface GlobalOptions {
 function adminToken(options: GlobalOptions): string {
   if (options.token) return options.token;
   if (process.env.ADMIN_TOKEN) return process.env.ADMIN_TOKEN;
-  const file = adminTokenPath(process.env.DATA_DIR || defaultOf('DATA_DIR'));
+  const file = adminTokenPath(process.env.DATA_DIR || DEFAULT_DATA_DIR);
   try {
     return readFileSync(file, 'utf8').trim();
   } catch {
@@ -548,7 +548,7 @@ resourcesCommand
   });
 
 // The server's own defaults (src/config.ts), so the two cannot drift apart.
-const defaultUrl = process.env.AGENT_AUTH_ADMIN_URL || `http://127.0.0.1:${process.env.ADMIN_PORT || defaultOf('ADMIN_PORT')}`;
+const defaultUrl = process.env.AGENT_AUTH_ADMIN_URL || `http://127.0.0.1:${process.env.ADMIN_PORT || DEFAULT_ADMIN_PORT}`;
 
 // The package's version, from the package.json two floors up (src/ or dist/ alike).
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { DEFAULT_ADMIN_PORT, DEFAULT_DATA_DIR } from './defaults.js';
 import { SIGNING_ALGS } from './protocol/signing.js';
 import { transportProblem } from './protocol/transport.js';
 
@@ -100,7 +101,7 @@ const envSchema = z.object({
   DATA_DIR: z
     .string()
     .min(1)
-    .default('./data')
+    .default(DEFAULT_DATA_DIR)
     .meta(
       about(
         'Embedded store (`$DATA_DIR/pglite`) and generated admin token; `memory` keeps the store in memory (then `ADMIN_TOKEN` must be set).',
@@ -189,7 +190,7 @@ const envSchema = z.object({
         '`true`: a `backchannel_logout_uri` may be on, or resolve to, a private (10/8, 172.16/12, 192.168/16), shared (100.64/10) or unique-local (fc00::/7) address, IPv4-mapped forms included: for a deployment whose websites live on its own network. `false`: such a URI is refused at registration (400 `invalid_client_metadata`) and at every delivery, after its host is resolved, as link-local and metadata addresses always are.',
       ),
     ),
-  ADMIN_PORT: port.default(3001).meta(about('Port of the admin listener.')),
+  ADMIN_PORT: port.default(DEFAULT_ADMIN_PORT).meta(about('Port of the admin listener.')),
   ADMIN_HOST: z
     .string()
     .min(1)
@@ -276,6 +277,15 @@ const envSchema = z.object({
       about(
         'How long a sign-in (or a passkey confirmation) of an owner counts as fresh: approving without a passkey, changing the email, and every change that weakens the owner’s protection need one this recent.',
         'An owner session is fresh while its last user verification (an email-link sign-in, a passkey sign-in, or a confirmation with the passkey at `POST /account/api/reauthenticate`) is younger than this many seconds. Approving a sign-in without a passkey, moving the account to another email, and every change that weakens the owner’s protection (adding or removing a passkey, lowering an approval policy, adding an agent key, turning notices off) need a fresh session, else 403 `fresh_authentication_required`. At most 3600. See docs/security.md.',
+      ),
+    ),
+  APPROVAL_MAIL_INTERVAL_SECONDS: seconds
+    .max(3600)
+    .default(60)
+    .meta(
+      about(
+        'At most one approval mail per owner in this many seconds; sign-ins that start meanwhile wait in `/account/approvals`.',
+        'An owner is mailed at most once in this many seconds when sign-ins of their agents wait for their approval (claimed in the store, so across instances). Sign-ins that start meanwhile wait in `/account/approvals`; once the interval is over, one more mail tells of those still waiting. At most 3600.',
       ),
     ),
   REQUIRE_VERIFIED_EMAIL: bool
@@ -591,6 +601,7 @@ function settingsFrom(e: z.output<typeof envSchema>) {
       agentCreation: e.OWNER_AGENT_CREATION,
       requireVerifiedEmail: e.REQUIRE_VERIFIED_EMAIL,
       freshSeconds: e.OWNER_FRESH_SECONDS,
+      approvalMailIntervalSeconds: e.APPROVAL_MAIL_INTERVAL_SECONDS,
     },
     logLevel: e.LOG_LEVEL,
     purgeIntervalSeconds: e.PURGE_INTERVAL_SECONDS,

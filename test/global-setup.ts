@@ -49,7 +49,8 @@ export default async function setup(project: TestProject) {
   if (project.vitest.state.getFilepaths().some(runsBuiltCode)) {
     execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-b', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' });
   }
-  const postgres = process.env.TEST_DATABASE_URL;
+  // The project's own environment (vitest.config.ts): the project `pglite` clears TEST_DATABASE_URL.
+  const postgres = project.config.env?.TEST_DATABASE_URL ?? process.env.TEST_DATABASE_URL;
   project.provide('pgliteTemplate', postgres ? '' : await pgliteTemplate());
   const run = randomBytes(4).toString('hex');
   project.provide('testRun', run);

@@ -44,7 +44,9 @@ describe.runIf(hasChromium)('the README in a fresh clone, line by line', { timeo
   function bash(script: string, env: Record<string, string> = {}) {
     const child = spawn('bash', ['-euo', 'pipefail', '-c', swap(script)], {
       cwd: clone,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      // PIP_RETRIES: where the package index is out of reach (packages come from a local mirror, say), pip
+      // would retry it with back-off for every package, which took 40 s of the Python step.
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, PIP_RETRIES: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

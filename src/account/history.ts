@@ -1,10 +1,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { auditQuery, eventView } from '../admin/audit-log.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import { listAgents } from '../owners/agents.js';
 import { errorResponses, UNAVAILABLE } from '../routes/responses.js';
+import { auditEventView, auditPageQuery } from '../shapes/audit.js';
 import { recordId } from '../shapes/ids.js';
 import type { Store } from '../store/index.js';
 import { signedInOwner } from './guards.js';
@@ -12,10 +12,10 @@ import { historyInWords } from './history-words.js';
 import { renderAccount } from './render.js';
 import { OWNER_API_ERRORS } from './responses.js';
 
-const historyQuery = auditQuery.pick({ limit: true, cursor: true }).extend({ agent_id: recordId().optional().describe('only this agent’s rows') });
+const historyQuery = auditPageQuery.extend({ agent_id: recordId().optional().describe('only this agent’s rows') });
 type HistoryQuery = z.output<typeof historyQuery>;
 
-const historyEventView = eventView.omit({ user_id: true, email: true }).extend({
+const historyEventView = auditEventView.omit({ user_id: true, email: true }).extend({
   agent_name: z.string().nullable(),
   client_name: z.string().nullable().describe('null when the website is gone'),
   redirect_origin: z.string().nullable(),

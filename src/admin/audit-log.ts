@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { auditEventView, auditPageQuery } from '../shapes/audit.js';
 import { recordId } from '../shapes/ids.js';
 import { AUDIT_ACTORS, AUDIT_EVENTS } from '../store/audit-log.js';
 import type { Store } from '../store/index.js';
@@ -26,29 +27,7 @@ export const auditQuery = z.object({
   from: instant.optional(),
   /** Exclusive. */
   to: instant.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  /** The next_cursor of the previous page. */
-  cursor: z
-    .string()
-    .regex(/^[1-9]\d{0,15}$/, 'must be the next_cursor of a previous page')
-    .optional(),
-});
-
-/** An audit row as the admin API shows it (the owner's history shows it too, less the owner's own ids). */
-export const eventView = z.object({
-  id: z.number().int(),
-  at: z.date(),
-  event: z.enum(AUDIT_EVENTS),
-  request_id: z.string().nullable(),
-  agent_id: z.string().nullable(),
-  user_id: z.string().nullable(),
-  email: z.string().nullable(),
-  client_id: z.string().nullable(),
-  grant_id: z.string().nullable(),
-  model: z.string().nullable(),
-  reason: z.string().nullable(),
-  detail: z.record(z.string(), z.unknown()).nullable(),
-  actor: z.enum(AUDIT_ACTORS).nullable().describe('who acted: an operator or the owner; null for agents, websites and the server'),
+  ...auditPageQuery.shape,
 });
 
 /** One page of the audit log, newest first, and the cursor of the next page when there is one. */
@@ -80,7 +59,7 @@ export default async function adminAuditRoutes(fastify: FastifyInstance) {
     {
       schema: {
         querystring: auditQuery,
-        response: { 200: z.object({ events: z.array(eventView), next_cursor: z.string().nullable() }) },
+        response: { 200: z.object({ events: z.array(auditEventView), next_cursor: z.string().nullable() }) },
       },
     },
     async (request) => auditPage(app.services.store, request.query),

@@ -6,26 +6,24 @@ import { approvalRequestMessage } from '../mail/messages.js';
 import { redirectOrigin } from '../oauth/redirect.js';
 import type { Store } from '../store/index.js';
 
-/** At most one approval mail per owner in this many seconds (docs/security.md: 30 sign-ins were 30 mails). */
-export const APPROVAL_MAIL_WINDOW_SECONDS = 60;
-
 /**
  * Mails the owner when one of their agents' sign-ins starts waiting for them: a link to the
  * portal, where they decide. The mail carries nothing that approves: that takes the owner's
  * passkey or a fresh sign-in. Mails coalesce through the store, so across instances: at most one
- * per owner a minute, saying how many sign-ins wait. A sign-in that starts within the minute waits
- * in the portal's list; when the minute is over, one more mail tells of those still waiting (from
- * whichever instance gets there first; a process that stops meanwhile leaves it to the others).
+ * per owner per `APPROVAL_MAIL_INTERVAL_SECONDS` (docs/security.md: 30 sign-ins were 30 mails),
+ * saying how many sign-ins wait. A sign-in that starts within the interval waits in the portal's
+ * list; when it is over, one more mail tells of those still waiting (from whichever instance gets
+ * there first; a process that stops meanwhile leaves it to the others).
  */
 export function mailOwnersOnApprovalRequests(
   events: Events,
-  deps: { config: Pick<Config, 'issuer' | 'brand'>; store: Pick<Store, 'approvals'>; mailer: Mailer },
+  deps: { config: Pick<Config, 'issuer' | 'brand' | 'owners'>; store: Pick<Store, 'approvals'>; mailer: Mailer },
 ): void {
-  // The owners this process tries again for when their minute is over: one timer each.
+  // The owners this process tries again for when their interval is over: one timer each.
   const later = new Map<string, NodeJS.Timeout>();
 
   async function mailOwner(userId: string, log: Log): Promise<void> {
-    const claim = await deps.store.approvals.claimMail(userId, APPROVAL_MAIL_WINDOW_SECONDS);
+    const claim = await deps.store.approvals.claimMail(userId, deps.config.owners.approvalMailIntervalSeconds);
     if (!claim.claimed) {
       if (!claim.untold || later.has(userId)) return;
       log.info('approval mail coalesced: the sign-in waits in the portal');
@@ -49,6 +47,7 @@ export function mailOwnersOnApprovalRequests(
       matchCode: request.match_code,
       expiresAt: request.expires_at,
       waiting: claim.waiting,
+      intervalSeconds: deps.config.owners.approvalMailIntervalSeconds,
     });
     await deps.mailer.send(message, log);
   }

@@ -96,6 +96,8 @@ export function approvalRequestMessage(input: {
   expiresAt: Date;
   /** The sign-ins waiting for the owner now, this one included. */
   waiting: number;
+  /** At most one such mail per owner in this many seconds. */
+  intervalSeconds: number;
 }): MailMessage {
   const intro = [
     `Your agent ${input.agent} (model ${input.model}) wants to sign in to ${input.website} (${input.origin}), and waits for your approval.`,
@@ -104,7 +106,7 @@ export function approvalRequestMessage(input: {
   ];
   const after = [
     `Approve or decline it in your account before ${input.expiresAt.toISOString().slice(11, 16)} UTC. Approving asks for your passkey, or for a fresh sign-in by email. If you do not expect this sign-in, decline it.`,
-    'You get at most one of these mails a minute: sign-ins that start meanwhile wait in your account, and the next mail says how many.',
+    `You get at most one of these mails ${input.intervalSeconds === 60 ? 'a minute' : `in ${input.intervalSeconds} seconds`}: sign-ins that start meanwhile wait in your account, and the next mail says how many.`,
   ];
   const more = input.waiting > 1 ? ` (${input.waiting} waiting)` : '';
   return {

@@ -3,7 +3,7 @@ import { FreshAuthenticationRequired } from '../errors.js';
 import type { Log } from '../logger.js';
 import type { Mailer } from '../mail/mailer.js';
 import { protectionLoweredMessage } from '../mail/messages.js';
-import { replaceUnprintable } from '../protocol/text.js';
+import { replaceUnprintable } from '../protocol/unprintable.js';
 import type { Store } from '../store/index.js';
 import type { OwnerSession } from '../store/owner-sessions.js';
 import { APPROVAL_POLICIES, type ApprovalPolicy } from '../store/owners.js';

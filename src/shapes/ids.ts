@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isPrintable } from '../protocol/text.js';
+import { isPrintable } from '../protocol/unprintable.js';
 
 /**
  * The one rule of a record's id in a request (an agent, a client, a resource, a passkey, a key, a

@@ -3,7 +3,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggerOptions } from '../../src/logger.js';
 import { createMailer } from '../../src/mail/mailer.js';
-import { signInLinkMessage } from '../../src/mail/messages.js';
+import { approvalRequestMessage, signInLinkMessage } from '../../src/mail/messages.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
 import { startLocalServer } from '../helpers/listening.js';
 import { cookiesOf, linkForm, signInOwner, useLink } from '../helpers/owner.js';
@@ -120,5 +120,13 @@ describe(`mail to owners (${storeName})`, () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('tells the owner how often approval mails may come: a minute by default, else the interval set', () => {
+    const request = { to: 'o@example.com', brand: 'agent-auth', link: `${ISSUER}/account/approvals`, agent: 'a', model: 'm', website: 'w' };
+    const mail = (intervalSeconds: number) =>
+      approvalRequestMessage({ ...request, origin: 'https://w.example', matchCode: '123', expiresAt: new Date(), waiting: 1, intervalSeconds }).text;
+    expect(mail(60)).toContain('at most one of these mails a minute');
+    expect(mail(600)).toContain('at most one of these mails in 600 seconds');
   });
 });
