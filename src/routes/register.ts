@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { registerClient, registrationRequest, registrationResponse } from '../clients/registration.js';
 import { Forbidden } from '../errors.js';
-import { noStore } from '../plugins/no-store.js';
+import { noStoreWithPragma } from '../plugins/no-store.js';
 import { byAddress } from '../plugins/rate-limit.js';
 import { BODY_REFUSED, errorResponses, RATE_LIMITED, UNAVAILABLE } from './responses.js';
 
@@ -30,7 +30,7 @@ const schema = {
 export default async function registerRoute(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
   const { config } = app.services;
-  app.addHook('onRequest', noStore);
+  app.addHook('onRequest', noStoreWithPragma);
   const perIp = app.limiter('register-ip', config.rateLimits.registerPerIp, byAddress);
 
   app.post('/register', { schema, onRequest: perIp }, async (request, reply) => {

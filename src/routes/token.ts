@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { clientCredentials, param } from '../oauth/client-credentials.js';
 import { clientCall, clientEndpoints } from '../plugins/client-endpoints.js';
-import { noStore } from '../plugins/no-store.js';
+import { noStoreWithPragma } from '../plugins/no-store.js';
 import { issueTokens } from '../tokens/token-endpoint.js';
 import { tokenResponseSchema } from '../tokens/token-response.js';
 import { BODY_REFUSED, CLIENT_AUTH, errorResponses, FORM_OR_JSON, RATE_LIMITED, UNAVAILABLE } from './responses.js';
@@ -50,7 +50,7 @@ const schema = {
 /** POST /token (RFC 6749 §3.2): form-urlencoded or JSON; the grant type picks the handler. */
 export default async function tokenRoutes(fastify: FastifyInstance) {
   const app = fastify.withTypeProvider<ZodTypeProvider>();
-  app.addHook('onRequest', noStore);
+  app.addHook('onRequest', noStoreWithPragma);
   await app.register(clientEndpoints);
 
   app.post('/token', { schema }, async (request, reply) => {

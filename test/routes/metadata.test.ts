@@ -67,6 +67,11 @@ describe(`metadata and health (${storeName})`, () => {
       expect(res.headers['referrer-policy']).toBe('no-referrer');
       expect(res.headers['x-content-type-options']).toBe('nosniff');
       expect(res.headers['cross-origin-resource-policy']).toBe('same-origin');
+      // An http ISSUER: no HSTS (RFC 6797 §7.2); with https, test/routes/token.test.ts.
+      expect(res.headers['strict-transport-security']).toBeUndefined();
+      // Helmet's headers for documents only: every API answer would pay for them.
+      for (const name of ['cross-origin-opener-policy', 'origin-agent-cluster', 'x-dns-prefetch-control', 'x-download-options', 'x-xss-protection'])
+        expect(res.headers[name], name).toBeUndefined();
     }
   });
 
