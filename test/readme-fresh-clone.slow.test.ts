@@ -40,9 +40,12 @@ describe.runIf(hasChromium)('the README in a fresh clone, line by line', { timeo
   let ports: Record<string, number>;
   let swap: (text: string) => string;
 
-  /** A block run by bash in the clone, in a process group of its own (npm, node and their children). */
+  /**
+   * A block run by bash in the clone, in a process group of its own (npm, node and their children). At a lower
+   * priority: this file runs beside the rest of the suite (.ci/run), whose files it would otherwise slow down.
+   */
   function bash(script: string, env: Record<string, string> = {}) {
-    const child = spawn('bash', ['-euo', 'pipefail', '-c', swap(script)], {
+    const child = spawn('nice', ['-n', '10', 'bash', '-euo', 'pipefail', '-c', swap(script)], {
       cwd: clone,
       // PIP_RETRIES: where the package index is out of reach (packages come from a local mirror, say), pip
       // would retry it with back-off for every package, which took 40 s of the Python step.

@@ -5,7 +5,8 @@
  *
  * Run it:  MCP_URL=http://localhost:8090/mcp AGENT_AUTH_URL=http://localhost:3000 AGENT_ID=… AGENT_SECRET=… \
  *          npx tsx examples/mcp-agent/agent.ts
- * (AGENT_KEY_FILE=agent-key.pem in place of AGENT_SECRET for an agent that signs with a key.)
+ * (AGENT_KEY_FILE=agent-key.pem in place of AGENT_SECRET for an agent that signs with a key; AGENT_DPOP=1 binds
+ * its tokens to a key of its own, RFC 9449.)
  */
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -36,11 +37,18 @@ export async function connectAsAgent(mcpUrl: string, agent: AgentAuthClient, opt
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
-  const { MCP_URL = 'http://localhost:8090/mcp', AGENT_AUTH_URL = 'http://localhost:3000', AGENT_ID, AGENT_SECRET, AGENT_KEY_FILE } = process.env;
+  const {
+    MCP_URL = 'http://localhost:8090/mcp',
+    AGENT_AUTH_URL = 'http://localhost:3000',
+    AGENT_ID,
+    AGENT_SECRET,
+    AGENT_KEY_FILE,
+    AGENT_DPOP,
+  } = process.env;
   // The agent's secret, or its private key (PEM): with a key and an https agent-auth, the MCP client is the agent's own client-metadata document.
   const credentials = AGENT_KEY_FILE ? { privateKey: readFileSync(AGENT_KEY_FILE, 'utf8') } : { agentSecret: AGENT_SECRET! };
   const agent = new AgentAuthClient({ baseUrl: AGENT_AUTH_URL, agentId: AGENT_ID!, model: 'my-model-1', ...credentials });
-  const { client } = await connectAsAgent(MCP_URL, agent, { signIn: { onStatus: (s) => console.error(`sign-in: ${s}`) } });
+  const { client } = await connectAsAgent(MCP_URL, agent, { signIn: { onStatus: (s) => console.error(`sign-in: ${s}`) }, dpop: AGENT_DPOP === '1' });
   const result = await client.callTool({ name: 'whoami' });
   console.log((result.content as { type: string; text: string }[])[0].text);
   await client.close();

@@ -31,7 +31,8 @@ describe(`an MCP client is the agent's own client-metadata document (${storeName
     certs = testCertificates();
     const port = await freePort();
     issuer = `https://localhost:${port}`;
-    server = await startTestServer({ ISSUER: issuer });
+    // Nonces demanded of every DPoP proof (RFC 9449 §8): an agent that binds its tokens meets a refusal first.
+    server = await startTestServer({ ISSUER: issuer, DPOP_NONCE: 'on' });
     const plain = await server.app.listen({ port: 0, host: '127.0.0.1' });
     front = await startTlsTerminator(certs, Number(new URL(plain).port), port);
     // The MCP server reads the keys from the plain listener: this test process does not trust the test CA.
@@ -79,6 +80,25 @@ describe(`an MCP client is the agent's own client-metadata document (${storeName
     });
     expect(done.code, done.stderr).toBe(0);
     expect(JSON.parse(done.stdout)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: agent.documentUrl });
+  });
+
+  it('TypeScript with DPoP: the token request, refused for a nonce, goes again with a new assertion; the tokens are bound', async () => {
+    const agent = await agentWithKey();
+    const done = await run(join(repoRoot, 'node_modules/.bin/tsx'), ['examples/mcp-agent/agent.ts'], {
+      MCP_URL: mcp.url,
+      AGENT_AUTH_URL: issuer,
+      AGENT_ID: agent.agent_id,
+      AGENT_KEY_FILE: agent.keyFile,
+      AGENT_DPOP: '1',
+    });
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: agent.documentUrl });
+    // The agent's grant holds a DPoP-bound refresh token: its key's thumbprint is kept with it.
+    const { rows } = await server.services.db.query<{ jkt: string | null }>('SELECT dpop_jkt AS jkt FROM grants WHERE agent_id = $1', [
+      agent.agent_id,
+    ]);
+    expect(rows).toHaveLength(1);
+    expect(rows[0].jkt).toMatch(/^[\w-]{43}$/);
   });
 
   it('Python: sign_in_for_resource returns a token for the resource, issued to the agent’s document', async () => {

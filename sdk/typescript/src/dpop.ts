@@ -71,11 +71,14 @@ async function wantsNonce(res: Response): Promise<boolean> {
  * so the tokens come bound; a request presenting `Authorization: Bearer <token>` for a token that
  * `isBound` says was issued as DPoP goes as `Authorization: DPoP <token>` with a proof for it. The
  * server's nonce is kept per origin, and a request refused for want of one is sent once more with it.
+ * A client assertion (RFC 7523) is single use, and the refused request spent it: `renewAssertion` puts
+ * a new one in the token request's body before it goes again.
  */
 export function dpopFetch(
   signer: DpopSigner,
   isBound: (accessToken: string) => boolean | Promise<boolean>,
   base: typeof fetch = fetch,
+  renewAssertion?: (body: URLSearchParams) => Promise<void>,
 ): typeof fetch {
   const nonces = new Map<string, string>();
   return async (input, init) => {
@@ -97,6 +100,9 @@ export function dpopFetch(
       return res;
     };
     const first = await send();
-    return (await wantsNonce(first)) ? send() : first;
+    if (!(await wantsNonce(first))) return first;
+    const body = init?.body;
+    if (body instanceof URLSearchParams && body.has('client_assertion')) await renewAssertion?.(body);
+    return send();
   };
 }

@@ -107,8 +107,11 @@ export function agentOAuthProvider(client: AgentAuthClient, options: AgentOAuthP
     return tokens?.access_token === accessToken && tokens.token_type.toLowerCase() === 'dpop';
   };
 
+  // A token request sent again for a DPoP nonce needs an assertion of its own (its jti is single use).
+  const renewAssertion = async (body: URLSearchParams) => body.set('client_assertion', await client.clientAssertion(body.get('client_id')!));
+
   const provider: AgentOAuthProvider = {
-    fetch: options.dpop ? dpopFetch(new DpopSigner(dpopKey()), boundToken) : (input, init) => fetch(input, init),
+    fetch: options.dpop ? dpopFetch(new DpopSigner(dpopKey()), boundToken, fetch, renewAssertion) : (input, init) => fetch(input, init),
     redirectUrl,
     clientMetadataUrl,
     get clientMetadata(): OAuthClientMetadata {
