@@ -70,29 +70,27 @@ describe(`an MCP client is the agent's own client-metadata document (${storeName
     return finished(child);
   }
 
-  it('TypeScript: the MCP client calls the tool as the agent, its client_id the agent’s document URL', async () => {
+  /** The example agent (TypeScript) run with a new agent's key: it calls the tool as the agent, its client_id the agent's document. */
+  async function exampleAgentCallsTheTool(env: Record<string, string> = {}) {
     const agent = await agentWithKey();
     const done = await run(join(repoRoot, 'node_modules/.bin/tsx'), ['examples/mcp-agent/agent.ts'], {
       MCP_URL: mcp.url,
       AGENT_AUTH_URL: issuer,
       AGENT_ID: agent.agent_id,
       AGENT_KEY_FILE: agent.keyFile,
+      ...env,
     });
     expect(done.code, done.stderr).toBe(0);
     expect(JSON.parse(done.stdout)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: agent.documentUrl });
+    return agent;
+  }
+
+  it('TypeScript: the MCP client calls the tool as the agent, its client_id the agent’s document URL', async () => {
+    await exampleAgentCallsTheTool();
   });
 
   it('TypeScript with DPoP: the token request, refused for a nonce, goes again with a new assertion; the tokens are bound', async () => {
-    const agent = await agentWithKey();
-    const done = await run(join(repoRoot, 'node_modules/.bin/tsx'), ['examples/mcp-agent/agent.ts'], {
-      MCP_URL: mcp.url,
-      AGENT_AUTH_URL: issuer,
-      AGENT_ID: agent.agent_id,
-      AGENT_KEY_FILE: agent.keyFile,
-      AGENT_DPOP: '1',
-    });
-    expect(done.code, done.stderr).toBe(0);
-    expect(JSON.parse(done.stdout)).toEqual({ agent_id: agent.agent_id, owner_email: agent.email, client_id: agent.documentUrl });
+    const agent = await exampleAgentCallsTheTool({ AGENT_DPOP: '1' });
     // The agent's grant holds a DPoP-bound refresh token: its key's thumbprint is kept with it.
     const { rows } = await server.services.db.query<{ jkt: string | null }>('SELECT dpop_jkt AS jkt FROM grants WHERE agent_id = $1', [
       agent.agent_id,
