@@ -60,7 +60,7 @@ const sdk = (file: string) => fileURLToPath(new URL(`./sdk/typescript/src/${file
 const kit = (file: string) => fileURLToPath(new URL(`./sdk/website/src/${file}`, import.meta.url));
 
 export default defineConfig({
-  // Outside node_modules, which \`npm ci\` replaces: vitest keeps each file's last duration there, and the next
+  // Outside node_modules, which `npm ci` replaces: vitest keeps each file's last duration there, and the next
   // run on the same checkout starts the longest files first (test/sequencer.ts).
   cacheDir: '.cache/vite',
   // The SDKs' sources, as tsconfig.json's `paths` has them: tests never run a stale dist/ of either.

@@ -158,14 +158,15 @@ export default fp(async function htmlPages(app: FastifyInstance, options: HtmlPa
   // each response. A hook of this context rather than of the routes, so that its own early answers (the
   // console's redirect to sign in) have the headers too. Only the CSP is written per response.
   const pageHeaders = staticHeaders({ contentSecurityPolicy: false }, https);
+  // The policy around the two nonces, written once: `…;script-src 'self'` + nonce + `;style-src 'self'` + nonce + `;…`.
   const { defaultSrc, scriptSrc, styleSrc, ...rest } = pageDirectives;
-  const [head, tail] = [cspOf({ defaultSrc }), cspOf(rest)];
+  const [beforeScript, beforeStyle, after] = [cspOf({ defaultSrc, scriptSrc }), cspOf({ styleSrc }), cspOf(rest)];
   app.addHook('onRequest', (request, reply, done) => {
     if (request.routeOptions.config.apiHeaders) return done();
     const nonce = { script: randomBytes(16).toString('hex'), style: randomBytes(16).toString('hex') };
     reply.cspNonce = nonce;
-    const csp = cspOf({ scriptSrc: [...scriptSrc, `'nonce-${nonce.script}'`], styleSrc: [...styleSrc, `'nonce-${nonce.style}'`] });
-    reply.headers(pageHeaders).header('content-security-policy', `${head};${csp};${tail}`);
+    const csp = `${beforeScript} 'nonce-${nonce.script}';${beforeStyle} 'nonce-${nonce.style}';${after}`;
+    reply.headers(pageHeaders).header('content-security-policy', csp);
     done();
   });
   // No template reads reply.locals; declared here so that @fastify/view does not add a hook filling
