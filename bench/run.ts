@@ -23,7 +23,6 @@ import {
   fullSignIn,
   introspectBody,
   type OurClient,
-  ourEnv,
   refreshBody,
   registerOurs,
   RESOURCE,
@@ -31,9 +30,10 @@ import {
   signInToCode,
   type TokenSet,
 } from './lib/ours.js';
-import { cpuMs, type ServerProcess, startProcess } from './lib/processes.js';
+import { cpuMs, type ServerProcess } from './lib/processes.js';
 import { checkTargets, type StoreReport, toMarkdown, writeReport } from './lib/report.js';
 import { ourRoundTrips, peerRoundTrips } from './lib/round-trips.js';
+import { startOurServer, tsxProcess } from './lib/servers.js';
 import { peerIntrospectBody, peerRefreshBody, peerSignIn } from './peers/oidc-provider/driver.js';
 import { summarise } from './profile-summary.js';
 
@@ -105,44 +105,9 @@ function medians(samples: Record<string, Measurement[]>, by: (m: Measurement) =>
   return Object.fromEntries(Object.entries(samples).map(([op, ms]) => [op, median(ms)]));
 }
 
-/** Our server runs as `npm start` runs it: node with the start script's flags, on the build in dist/. */
-function serverArgs(): string[] {
-  const { scripts } = JSON.parse(readFileSync(`${serverDir}package.json`, 'utf8')) as { scripts: { start: string } };
-  const [node, ...rest] = scripts.start.split(/\s+/);
-  if (node !== 'node') throw new Error(`unexpected start script: ${scripts.start}`);
-  return rest.map((arg) => (arg.startsWith('dist/') ? `${serverDir}${arg}` : arg));
-}
-
-/**
- * One of our servers on `port` (its admin listener on the next port) over the store's `location`:
- * the process, and the base URLs of both listeners.
- */
-async function startOurs(
-  name: string,
-  port: number,
-  location: { url?: string; dataDir?: string },
-  nodeFlags: string[] = [],
-  env: Record<string, string> = {},
-) {
-  const base = `http://127.0.0.1:${port}`;
-  const server = await startProcess(
-    name,
-    process.execPath,
-    [...nodeFlags, ...serverArgs()],
-    { ...ourEnv(port, port + 1, location), ...env },
-    `${base}/healthz`,
-  );
-  return { server, base, adminBase: `http://127.0.0.1:${port + 1}` };
-}
-
-function tsxProcess(name: string, file: string, env: Record<string, string>, port: number) {
-  return startProcess(
-    name,
-    process.execPath,
-    ['--import', 'tsx', `${root}${file}`],
-    { PEER_PORT: String(port), ...env },
-    `http://127.0.0.1:${port}/`,
-  );
+/** One of our servers: the checkout under test (this one, or --server). */
+function startOurs(name: string, port: number, location: { url?: string; dataDir?: string }, nodeFlags: string[] = [], env: Record<string, string> = {}) {
+  return startOurServer(serverDir, name, port, location, nodeFlags, env);
 }
 
 /** Runs one measurement and adds the CPU time the server and the database spent per request. */

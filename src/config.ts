@@ -345,8 +345,8 @@ const envSchema = z.object({
     .default(10_000)
     .meta(
       about(
-        'Grants, clients and verified access tokens each instance keeps in memory for `/userinfo` and `/introspect` (revocation still immediate; `0` = off; docs/operations.md, "Grant cache").',
-        'Grants (and as many clients and verified access tokens) each instance keeps in memory for `/userinfo` and `/introspect`; `0` switches the cache off. See [Grant cache](#grant-cache).',
+        'Grants, clients, agents and verified access tokens each instance keeps in memory for `/userinfo`, `/introspect` and the sign-in (revocation still immediate; `0` = off; docs/operations.md, "Grant cache").',
+        'Grants (and as many clients, agents and verified access tokens) each instance keeps in memory for `/userinfo`, `/introspect` and the sign-in; `0` switches the cache off. See [Grant cache](#grant-cache).',
       ),
     ),
   GRANT_CACHE_MAX_AGE_SECONDS: seconds

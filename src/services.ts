@@ -20,8 +20,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { openSigningKeys, type PublishedKey, type SigningKeys } from './oidc/signing-keys.js';
 import { noticeNewWebsites } from './owners/notices.js';
 import { SIGNING_ALGS } from './protocol/signing.js';
-import type { StoreCache } from './store/grants.js';
-import { createStore, type Store } from './store/index.js';
+import { createStore, type Store, type StoreCache } from './store/index.js';
 import { ResourceTokens } from './tokens/resource-tokens.js';
 import { VerifiedAccessTokens } from './tokens/verified-access-tokens.js';
 

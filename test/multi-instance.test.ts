@@ -138,6 +138,41 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
     expect((await refresh.json()).error).toBe('invalid_grant');
   }, 60_000);
 
+  it("holds an operator's edit of a website everywhere within a second, though each instance keeps its record", async () => {
+    const client = await admin(a, '/admin/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
+    const agent = await admin(b, '/admin/agents', { email: 'edited-website@example.com' });
+    const creds = { client_id: client.client_id, client_secret: client.client_secret };
+    const authorizeStatus = async (p: ServerProcess, redirectUri: string) => {
+      const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: redirectUri, response_type: 'code', state: 's' });
+      query.set('code_challenge', createHash('sha256').update('v'.repeat(43)).digest('base64url'));
+      query.set('code_challenge_method', 'S256');
+      return (await fetch(`${p.url}/authorize?${query}`)).status;
+    };
+    // B reads the record at /authorize and at /token, and keeps it.
+    expect(await authorizeStatus(b, 'https://shop.example/cb')).toBe(200);
+    const { requestId, cookie, verifier } = await openSignIn(client);
+    expect((await authenticate(b, requestId, agent)).status).toBe(200);
+    const code = new URL((await complete(a, requestId, cookie)).headers.get('location')!).searchParams.get('code')!;
+    expect((await redeem(b, code, verifier, creds)).status).toBe(200);
+
+    // Edited on A: B takes the new redirect URI and refuses the old one.
+    const patched = await fetch(`${a.adminUrl}/admin/clients/${client.client_id}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['https://shop.example/new'] }),
+    });
+    expect(patched.status).toBe(200);
+    expect(await within(1000, async () => (await authorizeStatus(b, 'https://shop.example/new')) === 200)).toBe(true);
+    expect(await authorizeStatus(b, 'https://shop.example/cb')).toBe(400);
+
+    // Its secret rotated on A: B refuses the old one.
+    const rotated = await admin(a, `/admin/clients/${client.client_id}/secret`, {});
+    const tokenStatus = async (secret: string) =>
+      (await form(b, '/token', { grant_type: 'refresh_token', refresh_token: 'none', client_id: client.client_id, client_secret: secret })).status;
+    expect(await within(1000, async () => (await tokenStatus(creds.client_secret)) === 401)).toBe(true);
+    expect(await tokenStatus(rotated.client_secret)).toBe(400);
+  }, 60_000);
+
   it('ends the sign-ins in flight with it: a code and an authenticated request from before the switch yield nothing after', async () => {
     const client = await admin(a, '/admin/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
     const agent = await admin(b, '/admin/agents', { email: 'in-flight@example.com' });

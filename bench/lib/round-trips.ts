@@ -33,7 +33,8 @@ export function countingDb(db: Db) {
       count += 2;
       return db.transaction((tx) => fn(counted(tx)));
     },
-    listen: (channel, onPayload) => db.listen(channel, onPayload),
+    // With its options: the grant cache serves from memory only once it hears that it listens.
+    listen: (channel, onPayload, options) => db.listen(channel, onPayload, options),
     close: () => db.close(),
   };
   return {

@@ -20,16 +20,30 @@ export interface CachedClient {
   client_id: string;
 }
 
+/** What the cache must know of an agent it keeps: whose it is (for the notifications). */
+export interface CachedAgent {
+  agent_id: string;
+  user_id: string;
+}
+
 /**
- * The grants and clients that /userinfo and /introspect read, kept in memory (docs/operations.md,
+ * The grants and clients that /userinfo and /introspect read, and the client and agent records that a
+ * sign-in reads, kept in memory (docs/operations.md,
  * "Grant cache"). An entry lives until a notification names it: the database announces every
  * change to what is kept (migrations/008), from any instance, or until it is `maxAgeMs` old. Nothing
  * is served from memory while those notifications are not assured: until the listening connection
  * is up, and after it is lost (or fails its heartbeat) until it is back and the cache has been emptied.
  */
-export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends CachedClient = CachedClient> {
+export class GrantCache<
+  Grant extends CachedGrant = CachedGrant,
+  Client extends CachedClient = CachedClient,
+  ClientRecord extends CachedClient = CachedClient,
+  AgentRecord extends CachedAgent = CachedAgent,
+> {
   private readonly grants: LRUCache<string, Grant>;
   private readonly clients: LRUCache<string, Client>;
+  private readonly clientRecords: LRUCache<string, ClientRecord>;
+  private readonly agentRecords: LRUCache<string, AgentRecord>;
   private readonly counts: Record<'hit' | 'miss' | 'bypass', { inc(value?: number): void }>;
   private listening = false;
   /**
@@ -52,6 +66,8 @@ export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends 
     // lru-cache wants a positive bound; a cache of size 0 never listens, so never keeps anything.
     this.grants = new LRUCache({ max: Math.max(1, size), ttl: maxAgeMs });
     this.clients = new LRUCache({ max: Math.max(1, size), ttl: maxAgeMs });
+    this.clientRecords = new LRUCache({ max: Math.max(1, size), ttl: maxAgeMs });
+    this.agentRecords = new LRUCache({ max: Math.max(1, size), ttl: maxAgeMs });
     const reads = metrics.grantCacheReads;
     this.counts = { hit: reads.labels('hit'), miss: reads.labels('miss'), bypass: reads.labels('bypass') };
     // Every series from the start, so that a scraper sees 0 rather than nothing.
@@ -82,10 +98,19 @@ export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends 
       return hit;
     }
     this.counts.miss.inc();
+    return this.fill(load, keep);
+  }
+
+  /**
+   * Runs a statement whose result the cache may keep (a read, or a write that returns what it made),
+   * then hands the result to `keep()` with the epoch the statement began in: a notification heard
+   * meanwhile keeps it out, as it does a read's.
+   */
+  async fill<T>(run: () => Promise<T>, keep: (found: T, since: number) => void): Promise<T> {
     const since = this.epoch;
     this.loading++;
     try {
-      const found = await load();
+      const found = await run();
       keep(found, since);
       return found;
     } finally {
@@ -106,6 +131,14 @@ export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends 
     return this.clients.get(id);
   }
 
+  clientRecord(id: string): ClientRecord | undefined {
+    return this.clientRecords.get(id);
+  }
+
+  agentRecord(id: string): AgentRecord | undefined {
+    return this.agentRecords.get(id);
+  }
+
   /** Keeps a grant read since `since`, unless a notification about it (or a flush) came meanwhile. */
   keepGrant(id: string, grant: Grant, since: number) {
     const about = [`grant:${id}`, `agent:${grant.agent_id}`, `user:${grant.user_id}`, `client:${grant.client_id}`];
@@ -114,6 +147,14 @@ export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends 
 
   keepClient(client: Client, since: number) {
     if (this.current(since, [`client:${client.client_id}`])) this.clients.set(client.client_id, client);
+  }
+
+  keepClientRecord(record: ClientRecord, since: number) {
+    if (this.current(since, [`client:${record.client_id}`])) this.clientRecords.set(record.client_id, record);
+  }
+
+  keepAgentRecord(record: AgentRecord, since: number) {
+    if (this.current(since, [`agent:${record.agent_id}`, `user:${record.user_id}`])) this.agentRecords.set(record.agent_id, record);
   }
 
   private current(since: number, about: string[]) {
@@ -134,7 +175,14 @@ export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends 
       // Rare (an operator's change): a scan of at most `size` entries.
       const field = `${kind}_id` as const;
       for (const [grantId, grant] of this.grants.entries()) if (grant[field] === id) this.grants.delete(grantId);
-      if (kind === 'client') this.clients.delete(id);
+      if (kind === 'client') {
+        this.clients.delete(id);
+        this.clientRecords.delete(id);
+      } else if (kind === 'agent') {
+        this.agentRecords.delete(id);
+      } else {
+        for (const [agentId, agent] of this.agentRecords.entries()) if (agent.user_id === id) this.agentRecords.delete(agentId);
+      }
     } else {
       this.clear();
     }
@@ -150,5 +198,7 @@ export class GrantCache<Grant extends CachedGrant = CachedGrant, Client extends 
     this.epoch++;
     this.grants.clear();
     this.clients.clear();
+    this.clientRecords.clear();
+    this.agentRecords.clear();
   }
 }

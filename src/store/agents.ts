@@ -1,3 +1,4 @@
+import type { CachedClient, CachedGrant, GrantCache } from '../cache/grant-cache.js';
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
 import { endSignInsInFlight } from './grant-records.js';
@@ -29,7 +30,10 @@ const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_ena
     CASE WHEN a.client_id IS NULL THEN 'agent' ELSE 'client' END AS kind, a.created_at, a.updated_at
   FROM agents a JOIN users u ON u.id = a.user_id`;
 
-export function createAgentStore(db: Db) {
+/** What the agent store keeps in the grant cache: agent records. */
+export type AgentStoreCache = Pick<GrantCache<CachedGrant, CachedClient, CachedClient, AgentWithSecretHash>, 'read' | 'agentRecord' | 'keepAgentRecord'>;
+
+export function createAgentStore(db: Db, cache: AgentStoreCache) {
   async function get(id: string): Promise<Agent | undefined> {
     const { rows } = await db.query<Agent>(`${SELECT} WHERE a.id = $1`, [id]);
     return rows[0];
@@ -59,14 +63,25 @@ export function createAgentStore(db: Db) {
     },
 
     /** For agent authentication: includes the secret hash, never leaves the server. */
-    async getWithSecret(id: string): Promise<AgentWithSecretHash | undefined> {
-      const { rows } = await db.query<AgentWithSecretHash>(
-        `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at, a.secret_hash, a.user_id,
-           u.email_verified_at IS NOT NULL AS email_verified
-         FROM agents a JOIN users u ON u.id = a.user_id WHERE a.id = $1`,
-        [id],
+    /**
+     * What an agent's sign-in reads: from the grant cache, which hears of every change to an agent row and of
+     * its user's email (migrations/100), or one query. Unknown ids are never kept.
+     */
+    getWithSecret(id: string): Promise<AgentWithSecretHash | undefined> {
+      return cache.read(
+        () => cache.agentRecord(id),
+        async () => {
+          const { rows } = await db.query<AgentWithSecretHash>(
+            `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_enabled, a.created_at, a.updated_at, a.secret_hash, a.user_id,
+               u.email_verified_at IS NOT NULL AS email_verified
+             FROM agents a JOIN users u ON u.id = a.user_id WHERE a.id = $1`,
+            [id],
+          );
+          // Shared by every reader of the cache: frozen, so that none can change it for the others.
+          return rows[0] && Object.freeze(rows[0]);
+        },
+        (found, since) => found && cache.keepAgentRecord(found, since),
       );
-      return rows[0];
     },
 
     async list(): Promise<Agent[]> {

@@ -1,3 +1,4 @@
+import type { CachedClient, CachedGrant, GrantCache } from '../cache/grant-cache.js';
 import { generateId, generateSecret, sha256 } from '../crypto/secrets.js';
 import type { Db } from '../db/types.js';
 import type { SigningAlg } from '../protocol/signing.js';
@@ -71,7 +72,29 @@ export interface ClientFields {
 // Clients without a shared secret: the digest of one nobody is ever told (migrations/061).
 const unknownSecretHash = () => sha256(generateSecret('aa_none'));
 
-export function createClientStore(db: Db) {
+/** A record shared by every reader of the cache: frozen, so that none can change it for the others. */
+function frozen(client: ClientWithSecretHash): ClientWithSecretHash {
+  Object.freeze(client.redirect_uris);
+  return Object.freeze(client);
+}
+
+/** What the client store keeps in the grant cache: client records. */
+export type ClientStoreCache = Pick<GrantCache<CachedGrant, CachedClient, ClientWithSecretHash>, 'read' | 'clientRecord' | 'keepClientRecord'>;
+
+export function createClientStore(db: Db, cache: ClientStoreCache) {
+  /**
+   * A client as /authorize and /token read it on every sign-in: from the grant cache, which hears of every
+   * change to a client row (migrations/100), or one query. Unknown ids are never kept.
+   */
+  const withSecret = (id: string) =>
+    cache.read(
+      () => cache.clientRecord(id),
+      async () => {
+        const { rows } = await db.query<ClientWithSecretHash>(`SELECT ${COLUMNS}, secret_hash FROM clients WHERE id = $1`, [id]);
+        return rows[0] && frozen(rows[0]);
+      },
+      (found, since) => found && cache.keepClientRecord(found, since),
+    );
   return {
     async create(input: ClientFields) {
       const clientSecret = generateSecret('aa_cs');
@@ -94,15 +117,14 @@ export function createClientStore(db: Db) {
     },
 
     async get(id: string): Promise<Client | undefined> {
-      const { rows } = await db.query<Client>(`SELECT ${COLUMNS} FROM clients WHERE id = $1`, [id]);
-      return rows[0];
+      const found = await withSecret(id);
+      if (!found) return undefined;
+      const { secret_hash: _, ...client } = found;
+      return client;
     },
 
     /** For client authentication: includes the secret hash, never leaves the server. */
-    async getWithSecret(id: string): Promise<ClientWithSecretHash | undefined> {
-      const { rows } = await db.query<ClientWithSecretHash>(`SELECT ${COLUMNS}, secret_hash FROM clients WHERE id = $1`, [id]);
-      return rows[0];
-    },
+    getWithSecret: withSecret,
 
     async list(): Promise<Client[]> {
       const { rows } = await db.query<Client>(`SELECT ${COLUMNS} FROM clients ORDER BY created_at, id`);

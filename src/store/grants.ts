@@ -214,10 +214,10 @@ const DPOP_KEY_FITS = `(g.dpop_jkt IS NULL OR g.dpop_jkt = $7) AND ($7::text IS 
 /** An access token's grant, if it is live and the token was not revoked on its own. */
 const liveFor = (grant: LiveGrant | undefined, jti: string) => (grant && !grant.revoked_jtis.includes(jti) ? grant : undefined);
 
-/** The grant cache as the store fills it: live grants and the clients that introspect. */
-export type StoreCache = GrantCache<LiveGrant, StoredClientCredentials>;
+/** What the grant store keeps in the grant cache: live grants, and the clients that introspect. */
+export type GrantStoreCache = Pick<GrantCache<LiveGrant, StoredClientCredentials>, 'read' | 'fill' | 'grant' | 'client' | 'keepGrant' | 'keepClient'>;
 
-export function createGrantStore(db: Db, cache: StoreCache) {
+export function createGrantStore(db: Db, cache: GrantStoreCache) {
   /**
    * The client `clientId` ($1) and the row `lookup` (a query over $1 and `params`) finds for it;
    * `present` is a column that row always has, so its NULL means no row.
@@ -267,9 +267,13 @@ export function createGrantStore(db: Db, cache: StoreCache) {
       dpopJkt: string | null;
     }): Promise<RedeemedCode | undefined> {
       // The key the sign-in named (dpop_jkt) is on its request, which outlives the code (src/store/maintenance.ts):
-      // without the request, the code is refused.
-      const { rows } = await db.query<RedeemedCode>(
-        `WITH spent AS (
+      // without the request, the code is refused. The grant comes back as /userinfo and /introspect read it, for
+      // the cache: the website's first call with the new token then costs no round trip.
+      type Exchanged = RedeemedCode & { user_id: string; dpop_nonce_required: boolean; client_active: boolean; expires_at_ms: number | null };
+      const { rows } = await cache.fill(
+        () =>
+          db.query<Exchanged>(
+            `WITH spent AS (
            UPDATE auth_codes ac SET used_at = now(),
              grant_id = CASE WHEN a.active AND ac.redirect_uri = $3 AND ac.code_challenge = $4
                                AND ($10::text IS NULL OR ac.resource IS NOT DISTINCT FROM $10) AND ${DPOP_JKT_MATCHES} THEN $5 END,
@@ -286,28 +290,38 @@ export function createGrantStore(db: Db, cache: StoreCache) {
            SELECT grant_id, client_id, agent_id, user_id, request_id, scope, model, resource, $11,
              now() + make_interval(secs => greatest($7::int, $8::int))
            FROM spent WHERE grant_id IS NOT NULL
-           RETURNING id, scope
+           RETURNING id, scope, expires_at
          ), rt AS (
            INSERT INTO refresh_tokens (token_hash, grant_id, scope, expires_at)
            SELECT $6, id, scope, now() + make_interval(secs => $7::int) FROM g
          )
          SELECT s.agent_id, s.scope, s.model, s.resource, s.resource_matches, s.agent_active, s.redirect_uri_matches, s.verifier_matches,
-           s.dpop_jkt_matches, ${redeemedCodeFrom('spent')}`,
-        [
-          input.codeHash,
-          input.clientId,
-          input.redirectUri,
-          input.codeChallenge,
-          input.grantId,
-          input.refreshTokenHash,
-          input.lifetimes.refreshToken,
-          input.lifetimes.accessToken,
-          input.accessJti,
-          input.resource ?? null,
-          input.dpopJkt,
-        ],
+           s.dpop_jkt_matches, s.user_id, c.dpop_nonce_required, c.active AS client_active,
+           (SELECT extract(epoch FROM g.expires_at)::float8 * 1000 FROM g) AS expires_at_ms, ${redeemedCodeFrom('spent')}`,
+            [
+              input.codeHash,
+              input.clientId,
+              input.redirectUri,
+              input.codeChallenge,
+              input.grantId,
+              input.refreshTokenHash,
+              input.lifetimes.refreshToken,
+              input.lifetimes.accessToken,
+              input.accessJti,
+              input.resource ?? null,
+              input.dpopJkt,
+            ],
+          ),
+        ({ rows: [issued] }, since) => {
+          if (issued?.expires_at_ms == null || !issued.client_active) return;
+          const { agent_id, user_id, email, dpop_nonce_required, expires_at_ms } = issued;
+          const grant = { client_id: input.clientId, agent_id, user_id, email, expires_at_ms, dpop_nonce_required, revoked_jtis: [] };
+          cache.keepGrant(input.grantId, grant, since);
+        },
       );
-      return rows[0];
+      if (!rows[0]) return undefined;
+      const { user_id: _user, dpop_nonce_required: _nonce, client_active: _active, expires_at_ms: _expires, ...redeemed } = rows[0];
+      return redeemed;
     },
 
     /**

@@ -4,8 +4,9 @@ import { GrantCache } from '../../src/cache/grant-cache.js';
 import { createMetrics } from '../../src/metrics.js';
 import { grantIdOf } from '../../src/oauth/access-token.js';
 import type { LiveGrant } from '../../src/store/grants.js';
-import { type Credentials, introspect, issueTokens, refresh, revoke, userinfo } from '../helpers/codes.js';
+import { type Credentials, introspect, issueTokens, postForm, refresh, revoke, userinfo } from '../helpers/codes.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
+import { startAuthorize } from '../helpers/flow.js';
 import { within } from '../helpers/poll.js';
 import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -54,11 +55,12 @@ describe(`grant cache (${storeName})`, () => {
   it('serves userinfo and introspection from memory after the first read', async () => {
     const { client, agent, access_token } = await issueTokens(server, { scope: 'openid email' });
     const first = await readsDuring(server, async () => {
+      // The code exchange kept the grant it created: the website's first userinfo reads nothing.
       expect((await userinfo(server, access_token)).json()).toEqual({ sub: agent.agent_id, email: agent.email });
-      // The grant is kept now, but not yet the asking client: one more read.
+      // The asking client is not kept yet: one read, of the client and the grant together.
       expect((await introspect(server, client, access_token)).json()).toMatchObject({ active: true, sub: agent.agent_id });
     });
-    expect(first).toEqual({ hit: 0, miss: 2, bypass: 0 });
+    expect(first).toEqual({ hit: 1, miss: 1, bypass: 0 });
 
     const then = await readsDuring(server, async () => {
       for (let i = 0; i < 3; i++) {
@@ -67,6 +69,28 @@ describe(`grant cache (${storeName})`, () => {
       }
     });
     expect(then).toEqual({ hit: 6, miss: 0, bypass: 0 });
+  });
+
+  it("keeps a website's record for /authorize and /token, and forgets it with an operator's edit before the edit returns", async () => {
+    const client = await server.createClient(['https://shop.example/cb']);
+    expect((await startAuthorize(server, client)).res.statusCode).toBe(200);
+    expect(await readsDuring(server, () => startAuthorize(server, client))).toEqual({ hit: 1, miss: 0, bypass: 0 });
+    const tokenCall = (secret: string) =>
+      postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: 'none', client_id: client.client_id, client_secret: secret });
+    expect(await readsDuring(server, async () => expect((await tokenCall(client.client_secret)).statusCode).toBe(400))).toEqual({
+      hit: 1,
+      miss: 0,
+      bypass: 0,
+    });
+
+    const patched = await server.adminCall('PATCH', `/admin/clients/${client.client_id}`, { redirect_uris: ['https://shop.example/new'] });
+    expect(patched.statusCode).toBe(200);
+    expect((await startAuthorize(server, client)).res.statusCode).toBe(400);
+    expect((await startAuthorize(server, { ...client, redirect_uris: ['https://shop.example/new'] })).res.statusCode).toBe(200);
+
+    const rotated = await server.adminCall('POST', `/admin/clients/${client.client_id}/secret`, {});
+    expect((await tokenCall(client.client_secret)).statusCode).toBe(401);
+    expect((await tokenCall(rotated.json.client_secret)).statusCode).toBe(400);
   });
 
   it('still refuses a wrong client secret, another client and a forged token when the grant is kept', async () => {
@@ -251,7 +275,7 @@ describe('grant cache size', () => {
     server = await startTestServer({ GRANT_CACHE_MAX_AGE_SECONDS: '1' });
     const tokens = await issueTokens(server);
     const read = () => readsDuring(server, () => userinfo(server, tokens.access_token));
-    expect(await read()).toMatchObject({ miss: 1 });
+    // Kept since the code exchange.
     expect(await read()).toMatchObject({ hit: 1 });
     await new Promise((r) => setTimeout(r, 1100));
     expect(await read()).toMatchObject({ miss: 1, hit: 0 });

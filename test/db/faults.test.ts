@@ -69,8 +69,10 @@ describe.runIf(usingPostgres)('when PostgreSQL goes away (postgres)', () => {
   beforeAll(async () => {
     const target = new URL(process.env.TEST_DATABASE_URL!);
     proxy = await startTcpProxy(Number(target.port || 5432), target.hostname);
+    // Every call reaches the store: what the grant cache answers from memory while it still hears the
+    // database is test/cache/grant-cache-network.test.ts's subject.
     server = await startTestServer(
-      {},
+      { GRANT_CACHE_SIZE: '0' },
       {
         rewriteDatabaseUrl: (url) => {
           const u = new URL(url);
@@ -271,8 +273,10 @@ describe.runIf(usingPostgres)('when PostgreSQL has no connection slot left (post
     await superuser.query(`CREATE SCHEMA ${schema} AUTHORIZATION ${role}`);
     const sink = new Writable({ write: (chunk, _encoding, done) => done(void (logs += chunk.toString())) });
     // The server migrates and serves as the limited role, in a schema of its own.
+    // Every call reaches the store: what the grant cache answers from memory while it still hears the
+    // database is test/cache/grant-cache-network.test.ts's subject.
     server = await startTestServer(
-      {},
+      { GRANT_CACHE_SIZE: '0' },
       {
         rewriteDatabaseUrl: () => {
           const u = new URL(schemaUrl(process.env.TEST_DATABASE_URL!, schema));
