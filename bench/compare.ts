@@ -37,7 +37,10 @@ const builds = args.build.map((spec) => {
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const CEILING_PORT = 38450;
 
-const store = await postgresStore(process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', builds.map((_, i) => `build_${i}`));
+const store = await postgresStore(
+  process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
+  builds.map((_, i) => `build_${i}`),
+);
 const ceiling = ops.includes('ceiling') ? await tsxProcess('ceiling', 'bench/peers/fastify-ceiling.ts', {}, CEILING_PORT) : undefined;
 const servers = await Promise.all(
   builds.map(async (build, i) => {
@@ -66,7 +69,11 @@ async function measure(server: ServerProcess, run: () => Promise<Measurement>) {
 type Sample = { rate: number; cpuUs: number; share?: number };
 const samples = new Map<string, Sample[]>();
 const keep = (key: string, sample: Sample) => samples.set(key, [...(samples.get(key) ?? []), sample]);
-log(`${cpus().length} x ${cpus()[0]?.model.trim()}, load average ${loadavg()[0].toFixed(2)}; builds: ${builds.map((b) => `${b.name} (${b.dir})`).join(', ')}`);
+// The same samples by round, for the paired ratios: builds measured in the same minutes.
+const rounds = new Map<string, Sample>();
+log(
+  `${cpus().length} x ${cpus()[0]?.model.trim()}, load average ${loadavg()[0].toFixed(2)}; builds: ${builds.map((b) => `${b.name} (${b.dir})`).join(', ')}`,
+);
 try {
   // One short untimed pass first: the JIT's warm-up is not a build's cost.
   const warmUp = { ...load, durationSeconds: 1 };
@@ -82,7 +89,10 @@ try {
         const sample: Sample = await measure(build.server, () => build.run[op](load));
         if (ceilingRate && op !== 'full sign-in') sample.share = sample.rate / ceilingRate.rate;
         keep(`${build.name} ${op}`, sample);
-        log(`round ${round + 1}  ${`${build.name} ${op}`.padEnd(28)} ${sample.rate.toFixed(0).padStart(7)}/s  cpu ${sample.cpuUs.toFixed(1)} µs${sample.share ? `  ${sample.share.toFixed(2)}x of the bare route` : ''}`);
+        rounds.set(`${round} ${build.name} ${op}`, sample);
+        log(
+          `round ${round + 1}  ${`${build.name} ${op}`.padEnd(28)} ${sample.rate.toFixed(0).padStart(7)}/s  cpu ${sample.cpuUs.toFixed(1)} µs${sample.share ? `  ${sample.share.toFixed(2)}x of the bare route` : ''}`,
+        );
       }
     }
   }
@@ -101,5 +111,22 @@ for (const [key, list] of samples) {
   log(
     `| ${key} | ${median(list.map((s) => s.rate)).toFixed(0)} | ${cpu >= 1000 ? `${(cpu / 1000).toFixed(2)} ms` : `${cpu.toFixed(1)} µs`} | ${shares.length ? `${median(shares).toFixed(2)}x` : ''} |`,
   );
+}
+if (builds.length > 1) {
+  const [first, ...others] = builds;
+  log(`\nagainst ${first.name}, paired by round: the median of the rounds' ratios\n`);
+  log(`| run | requests (flows)/s | server CPU per request (flow) |`);
+  log('| --- | ---: | ---: |');
+  for (const op of ops.filter((o) => o !== 'ceiling')) {
+    for (const build of others) {
+      const pairs = Array.from({ length: Number(args.rounds) }, (_, round) => [
+        rounds.get(`${round} ${first.name} ${op}`)!,
+        rounds.get(`${round} ${build.name} ${op}`)!,
+      ]);
+      const rate = median(pairs.map(([a, b]) => b.rate / a.rate));
+      const cpu = median(pairs.map(([a, b]) => b.cpuUs / a.cpuUs));
+      log(`| ${build.name} ${op} | ${rate.toFixed(2)}x | ${cpu.toFixed(2)}x |`);
+    }
+  }
 }
 process.exit(0);

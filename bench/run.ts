@@ -106,7 +106,13 @@ function medians(samples: Record<string, Measurement[]>, by: (m: Measurement) =>
 }
 
 /** One of our servers: the checkout under test (this one, or --server). */
-function startOurs(name: string, port: number, location: { url?: string; dataDir?: string }, nodeFlags: string[] = [], env: Record<string, string> = {}) {
+function startOurs(
+  name: string,
+  port: number,
+  location: { url?: string; dataDir?: string },
+  nodeFlags: string[] = [],
+  env: Record<string, string> = {},
+) {
   return startOurServer(serverDir, name, port, location, nodeFlags, env);
 }
 

@@ -105,6 +105,13 @@ export async function authenticate(base: string, agent: OurAgent, requestId: str
   await (await expectStatus(res, 200)).arrayBuffer();
 }
 
+/** GET /api/check-status as the sign-in page asks it before it completes: the agent has authenticated. */
+export async function checkStatus(base: string, requestId: string) {
+  const res = await expectStatus(await fetch(`${base}/api/check-status?request_id=${encodeURIComponent(requestId)}`), 200);
+  const { status } = (await res.json()) as { status: string };
+  if (status !== 'authenticated') throw new Error(`check-status: ${status}`);
+}
+
 /** GET /authorize/complete as the browser: the code from the redirect to the website. */
 export async function complete(base: string, jar: CookieJar, requestId: string): Promise<string> {
   const res = await fetch(`${base}/authorize/complete?request_id=${encodeURIComponent(requestId)}`, {
@@ -117,10 +124,11 @@ export async function complete(base: string, jar: CookieJar, requestId: string):
   return code;
 }
 
-/** authorize (browser), authenticate (agent), complete (browser): the code and its verifier. */
+/** authorize (browser), authenticate (agent), check-status and complete (browser): the code and its verifier. */
 export async function signInToCode(base: string, client: OurClient, agent: OurAgent, resource?: string) {
   const { jar, verifier, requestId } = await authorizePage(base, client, resource);
   await authenticate(base, agent, requestId);
+  await checkStatus(base, requestId);
   return { code: await complete(base, jar, requestId), verifier };
 }
 

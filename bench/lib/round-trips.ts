@@ -8,7 +8,18 @@ import { PEER_SCHEMA } from '../peers/oidc-provider/adapter.js';
 import { peerIntrospectBody, peerRefreshBody, peerSignIn } from '../peers/oidc-provider/driver.js';
 import { createPeerProvider } from '../peers/oidc-provider/provider.js';
 import { FORM } from './http.js';
-import { authenticate, authorizePage, complete, exchangeCode, introspectBody, ourEnv, REDIRECT_URI, refreshBody, userinfo } from './ours.js';
+import {
+  authenticate,
+  authorizePage,
+  checkStatus,
+  complete,
+  exchangeCode,
+  introspectBody,
+  ourEnv,
+  REDIRECT_URI,
+  refreshBody,
+  userinfo,
+} from './ours.js';
 
 /**
  * Counts statements sent to the database. A transaction adds its BEGIN and COMMIT: each is a
@@ -79,6 +90,7 @@ export async function ourRoundTrips(db: Db): Promise<RoundTrips> {
       counts = await measure(counter.take, [
         ['authorize', async () => (page = await authorizePage(base, client))],
         ['authenticate', () => authenticate(base, agent, page.requestId)],
+        ['check-status', () => checkStatus(base, page.requestId)],
         ['complete', async () => (code = await complete(base, page.jar, page.requestId))],
         ['token (authorization_code)', async () => (tokens = await exchangeCode(base, client, code, page.verifier))],
         ['userinfo', () => userinfo(base, tokens.access_token)],
@@ -87,7 +99,7 @@ export async function ourRoundTrips(db: Db): Promise<RoundTrips> {
         ['token (refresh_token)', () => post(`${base}/token`, refreshBody(client, tokens.refresh_token))],
       ]);
     }
-    const signIn = ['authorize', 'authenticate', 'complete', 'token (authorization_code)', 'userinfo'];
+    const signIn = ['authorize', 'authenticate', 'check-status', 'complete', 'token (authorization_code)', 'userinfo'];
     return { ...counts, 'full sign-in': signIn.reduce((sum, step) => sum + counts[step], 0) };
   } finally {
     await app.close();

@@ -31,7 +31,10 @@ const SELECT = `SELECT a.id AS agent_id, u.email, a.name, a.active, a.secret_ena
   FROM agents a JOIN users u ON u.id = a.user_id`;
 
 /** What the agent store keeps in the grant cache: agent records. */
-export type AgentStoreCache = Pick<GrantCache<CachedGrant, CachedClient, CachedClient, AgentWithSecretHash>, 'read' | 'agentRecord' | 'keepAgentRecord'>;
+export type AgentStoreCache = Pick<
+  GrantCache<CachedGrant, CachedClient, CachedClient, AgentWithSecretHash>,
+  'read' | 'agentRecord' | 'keepAgentRecord'
+>;
 
 export function createAgentStore(db: Db, cache: AgentStoreCache) {
   async function get(id: string): Promise<Agent | undefined> {
