@@ -138,7 +138,7 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
     expect((await refresh.json()).error).toBe('invalid_grant');
   }, 60_000);
 
-  it("holds an operator's edit of a website everywhere within a second, though each instance keeps its record", async () => {
+  it("holds an operator's edit of a website or an agent everywhere within a second, though each instance keeps their records", async () => {
     const client = await admin(a, '/admin/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
     const agent = await admin(b, '/admin/agents', { email: 'edited-website@example.com' });
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
@@ -171,6 +171,14 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
       (await form(b, '/token', { grant_type: 'refresh_token', refresh_token: 'none', client_id: client.client_id, client_secret: secret })).status;
     expect(await within(1000, async () => (await tokenStatus(creds.client_secret)) === 401)).toBe(true);
     expect(await tokenStatus(rotated.client_secret)).toBe(400);
+
+    // The agent's secret rotated on A: B, which kept the agent's record when it authenticated, refuses the old one.
+    const unchanged = await admin(a, '/admin/clients', { name: 'Other shop', redirect_uris: ['https://shop.example/cb'] });
+    const agentRotated = await admin(a, `/admin/agents/${agent.agent_id}/secret`, { revoke_grants: false });
+    const authenticatesOnB = async (secret: string) =>
+      (await authenticate(b, (await openSignIn(unchanged)).requestId, { ...agent, agent_secret: secret })).status;
+    expect(await within(1000, async () => (await authenticatesOnB(agent.agent_secret)) === 401)).toBe(true);
+    expect(await authenticatesOnB(agentRotated.agent_secret)).toBe(200);
   }, 60_000);
 
   it('ends the sign-ins in flight with it: a code and an authenticated request from before the switch yield nothing after', async () => {

@@ -6,7 +6,7 @@ import { grantIdOf } from '../../src/oauth/access-token.js';
 import type { LiveGrant } from '../../src/store/grants.js';
 import { type Credentials, introspect, issueTokens, postForm, refresh, revoke, userinfo } from '../helpers/codes.js';
 import { storeName, usingPostgres } from '../helpers/database.js';
-import { startAuthorize } from '../helpers/flow.js';
+import { agentAuthenticate, startAuthorize } from '../helpers/flow.js';
 import { within } from '../helpers/poll.js';
 import { startSecondInstance, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -91,6 +91,27 @@ describe(`grant cache (${storeName})`, () => {
     const rotated = await server.adminCall('POST', `/admin/clients/${client.client_id}/secret`, {});
     expect((await tokenCall(client.client_secret)).statusCode).toBe(401);
     expect((await tokenCall(rotated.json.client_secret)).statusCode).toBe(400);
+  });
+
+  it("keeps an agent's record for its authentication, and forgets it with a rotated secret or a deactivation before either returns", async () => {
+    const client = await server.createClient(['https://shop.example/cb']);
+    const agent = await server.createAgent();
+    const authenticate = async (secret: string) => {
+      const { requestId } = await startAuthorize(server, client);
+      return (await agentAuthenticate(server, { request_id: requestId, agent_id: agent.agent_id, agent_secret: secret })).statusCode;
+    };
+    expect(await authenticate(agent.agent_secret)).toBe(200);
+    const kept = await readsDuring(server, async () => expect(await authenticate(agent.agent_secret)).toBe(200));
+    // The website's record and the agent's, both from memory.
+    expect(kept).toEqual({ hit: 2, miss: 0, bypass: 0 });
+
+    const rotated = await server.adminCall('POST', `/admin/agents/${agent.agent_id}/secret`, { revoke_grants: false });
+    expect(rotated.statusCode).toBe(200);
+    expect(await authenticate(agent.agent_secret)).toBe(401);
+    expect(await authenticate(rotated.json.agent_secret)).toBe(200);
+
+    expect((await server.adminCall('PATCH', `/admin/agents/${agent.agent_id}`, { active: false })).statusCode).toBe(200);
+    expect(await authenticate(rotated.json.agent_secret)).not.toBe(200);
   });
 
   it('still refuses a wrong client secret, another client and a forged token when the grant is kept', async () => {
