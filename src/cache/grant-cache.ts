@@ -28,11 +28,11 @@ export interface CachedAgent {
 
 /**
  * The grants and clients that /userinfo and /introspect read, and the client and agent records that a
- * sign-in reads, kept in memory (docs/operations.md,
- * "Grant cache"). An entry lives until a notification names it: the database announces every
- * change to what is kept (migrations/008), from any instance, or until it is `maxAgeMs` old. Nothing
- * is served from memory while those notifications are not assured: until the listening connection
- * is up, and after it is lost (or fails its heartbeat) until it is back and the cache has been emptied.
+ * sign-in reads, kept in memory (docs/operations.md, "Grant cache"). An entry lives until a notification
+ * names it: the database announces every change to what is kept (migrations/008 and 100), from any
+ * instance, or until it is `maxAgeMs` old. Nothing is served from memory while those notifications are
+ * not assured: until the listening connection is up, and after it is lost (or fails its heartbeat) until
+ * it is back and the cache has been emptied.
  */
 export class GrantCache<
   Grant extends CachedGrant = CachedGrant,

@@ -65,10 +65,10 @@ export function createAgentStore(db: Db, cache: AgentStoreCache) {
       return { ...(await get(agentId))!, agent_secret: agentSecret };
     },
 
-    /** For agent authentication: includes the secret hash, never leaves the server. */
     /**
-     * What an agent's sign-in reads: from the grant cache, which hears of every change to an agent row and of
-     * its user's email (migrations/100), or one query. Unknown ids are never kept.
+     * For agent authentication: includes the secret hash, never leaves the server. From the grant cache, which
+     * hears of every change to an agent row and to its owner's email (migrations/100), or one query. Unknown
+     * ids are never kept.
      */
     getWithSecret(id: string): Promise<AgentWithSecretHash | undefined> {
       return cache.read(
