@@ -6,9 +6,8 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { postgresStore } from './lib/database.js';
-import { FORM } from './lib/http.js';
 import { hammer, type LoadOptions, loop, type Measurement } from './lib/load.js';
-import { fullSignIn, introspectBody, registerOurs } from './lib/ours.js';
+import { fullSignIn, ourHotReads, registerOurs } from './lib/ours.js';
 import { cpuMs, type ServerProcess } from './lib/processes.js';
 import { startOurServer, tsxProcess } from './lib/servers.js';
 
@@ -46,12 +45,11 @@ const servers = await Promise.all(
   builds.map(async (build, i) => {
     const ours = await startOurServer(build.dir, build.name, 38452 + 2 * i, store.location(`build_${i}`));
     const { client, agent } = await registerOurs(ours.adminBase);
-    const access = (await fullSignIn(ours.base, client, agent)).access_token;
+    const hotReads = ourHotReads(ours.base, client, (await fullSignIn(ours.base, client, agent)).access_token);
     const run: Record<string, (options: LoadOptions) => Promise<Measurement>> = {
       healthz: (options) => hammer({ url: `${ours.base}/healthz` }, options),
-      userinfo: (options) => hammer({ url: `${ours.base}/userinfo`, headers: { authorization: `Bearer ${access}` } }, options),
-      introspect: (options) =>
-        hammer({ url: `${ours.base}/introspect`, method: 'POST', headers: FORM, body: introspectBody(client, access) }, options),
+      userinfo: (options) => hammer(hotReads.userinfo, options),
+      introspect: (options) => hammer(hotReads.introspect, options),
       'full sign-in': (options) => loop(() => fullSignIn(ours.base, client, agent).then(() => {}), { ...options, connections: flowConnections }),
     };
     return { ...build, server: ours.server, run };

@@ -18,11 +18,12 @@ import { guard, GUARDED } from './lib/guard.js';
 import { expectStatus, FORM } from './lib/http.js';
 import { hammer, inParallel, type LoadOptions, loop, type Measurement, refreshChain, type Target } from './lib/load.js';
 import {
-  type ClientCredentials,
   codeExchangeBody,
   fullSignIn,
+  type HotRead,
   introspectBody,
   type OurClient,
+  ourHotReads,
   refreshBody,
   registerOurs,
   RESOURCE,
@@ -87,17 +88,11 @@ const PEER_NOTE =
 
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-/** The two hot reads of ours, for the token `access` of `client`. */
-const ourHotReads = (base: string, client: ClientCredentials, access: string): Record<HotRead, Target> => ({
-  userinfo: { url: `${base}/userinfo`, headers: { authorization: `Bearer ${access}` } },
-  introspect: { url: `${base}/introspect`, method: 'POST', headers: FORM, body: introspectBody(client, access) },
-});
-/** The same two of node-oidc-provider. */
+/** The two hot reads of node-oidc-provider, as `ourHotReads` are ours. */
 const peerHotReads = (base: string, access: string): Record<HotRead, Target> => ({
   userinfo: { url: `${base}/me`, headers: { authorization: `Bearer ${access}` } },
   introspect: { url: `${base}/token/introspection`, method: 'POST', headers: FORM, body: peerIntrospectBody(access) },
 });
-type HotRead = 'userinfo' | 'introspect';
 
 /** Of several measurements of one operation, per operation, the one with the median `by`. */
 function medians(samples: Record<string, Measurement[]>, by: (m: Measurement) => number): Record<string, Measurement> {

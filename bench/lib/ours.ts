@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { type AssertionKey, createAssertion, keyFromPrivateKey } from '@agent-auth/agent';
 import { CookieJar, expectStatus, FORM, form, pkce } from './http.js';
+import type { Target } from './load.js';
 
 export interface OurClient {
   client_id: string;
@@ -181,3 +182,11 @@ export async function resourceSignIn(base: string, client: OurClient, agent: Our
   await verify(tokens.access_token);
   return tokens;
 }
+
+export type HotRead = 'userinfo' | 'introspect';
+
+/** The two hot reads of ours, for the token `access` of `client`. */
+export const ourHotReads = (base: string, client: ClientCredentials, access: string): Record<HotRead, Target> => ({
+  userinfo: { url: `${base}/userinfo`, headers: { authorization: `Bearer ${access}` } },
+  introspect: { url: `${base}/introspect`, method: 'POST', headers: FORM, body: introspectBody(client, access) },
+});
