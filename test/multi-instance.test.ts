@@ -54,18 +54,23 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
    */
   const refusedWithinASecond = (p: ServerProcess, accessToken: string) => within(1000, async () => (await userinfoStatus(p, accessToken)) === 401);
 
-  /** The browser opens the sign-in page on A: the request id and the binding cookie. */
-  async function openSignIn(client: { client_id: string }) {
-    const verifier = randomBytes(32).toString('base64url');
+  /** The sign-in page of `p` for `client`, with PKCE over `verifier`. */
+  const authorizePage = (p: ServerProcess, client: { client_id: string }, verifier: string, redirectUri = 'https://shop.example/cb') => {
     const query = new URLSearchParams({
       client_id: client.client_id,
-      redirect_uri: 'https://shop.example/cb',
+      redirect_uri: redirectUri,
       response_type: 'code',
       state: 'st-1',
       code_challenge: createHash('sha256').update(verifier).digest('base64url'),
       code_challenge_method: 'S256',
     });
-    const page = await fetch(`${a.url}/authorize?${query}`);
+    return fetch(`${p.url}/authorize?${query}`);
+  };
+
+  /** The browser opens the sign-in page on A: the request id and the binding cookie. */
+  async function openSignIn(client: { client_id: string }) {
+    const verifier = randomBytes(32).toString('base64url');
+    const page = await authorizePage(a, client, verifier);
     expect(page.status).toBe(200);
     const requestId = /<meta name="request-id" content="([^"]+)">/.exec(await page.text())![1];
     const cookie = page.headers.getSetCookie()[0].split(';')[0];
@@ -142,12 +147,8 @@ describe.runIf(usingPostgres)('two server processes over one PostgreSQL (postgre
     const client = await admin(a, '/admin/clients', { name: 'Shop', redirect_uris: ['https://shop.example/cb'] });
     const agent = await admin(b, '/admin/agents', { email: 'edited-website@example.com' });
     const creds = { client_id: client.client_id, client_secret: client.client_secret };
-    const authorizeStatus = async (p: ServerProcess, redirectUri: string) => {
-      const query = new URLSearchParams({ client_id: client.client_id, redirect_uri: redirectUri, response_type: 'code', state: 's' });
-      query.set('code_challenge', createHash('sha256').update('v'.repeat(43)).digest('base64url'));
-      query.set('code_challenge_method', 'S256');
-      return (await fetch(`${p.url}/authorize?${query}`)).status;
-    };
+    const authorizeStatus = async (p: ServerProcess, redirectUri: string) =>
+      (await authorizePage(p, client, randomBytes(32).toString('base64url'), redirectUri)).status;
     // B reads the record at /authorize and at /token, and keeps it.
     expect(await authorizeStatus(b, 'https://shop.example/cb')).toBe(200);
     const { requestId, cookie, verifier } = await openSignIn(client);
