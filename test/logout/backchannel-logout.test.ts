@@ -224,8 +224,13 @@ describe(`back-channel logout (${storeName})`, () => {
     // What the sender read (4 KB), plus what the loopback's socket buffers held when it closed (a
     // few MB): far from the hundreds of megabytes an endless body drained for the whole timeout came to.
     expect(receiver.state.streamed).toBeLessThan(16 * 1024 * 1024);
-    const { rows } = await server.services.db.query<{ status: string }>(`SELECT status FROM logout_deliveries WHERE sid = $1`, [session.sid]);
-    expect(rows[0].status).toBe('delivered');
+    // The sender records the delivery after it has closed the connection, so the row may lag a moment.
+    expect(
+      await within(2000, async () => {
+        const { rows } = await server.services.db.query<{ status: string }>(`SELECT status FROM logout_deliveries WHERE sid = $1`, [session.sid]);
+        return rows[0].status === 'delivered';
+      }),
+    ).toBe(true);
     const streamed = receiver.state.streamed;
     await new Promise((r) => setTimeout(r, 300));
     expect(receiver.state.streamed).toBe(streamed);
