@@ -79,10 +79,9 @@ describeInChromium('back-channel logout at the example website')(`the example we
       // The sender records the delivery once the website has answered, so the row may lag its sign-out.
       const delivery = async () =>
         (
-          await server.services.db.query<{ status: string; attempts: number }>(
-            `SELECT status, attempts FROM logout_deliveries WHERE agent_id = $1`,
-            [owner.agent_id],
-          )
+          await server.services.db.query<{ status: string; attempts: number }>(`SELECT status, attempts FROM logout_deliveries WHERE agent_id = $1`, [
+            owner.agent_id,
+          ])
         ).rows;
       expect(await within(2000, async () => (await delivery())[0]?.status === 'delivered')).toBe(true);
       expect(await delivery()).toEqual([{ status: 'delivered', attempts: 1 }]);
