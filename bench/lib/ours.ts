@@ -62,6 +62,14 @@ async function admin<T>(adminUrl: string, path: string, body: unknown): Promise<
   return (await res.json()) as T;
 }
 
+/** The grant cache's misses so far, from the admin listener's /metrics (Prometheus text). */
+export async function grantCacheMisses(adminUrl: string): Promise<number> {
+  const text = await (await expectStatus(await fetch(`${adminUrl}/metrics`), 200)).text();
+  const line = /^agent_auth_grant_cache_reads_total\{result="miss"\} (\d+)/m.exec(text);
+  if (!line) throw new Error('/metrics: no grant cache miss counter');
+  return Number(line[1]);
+}
+
 /** One website and one agent, registered through the admin API; `keyed` is the same agent signing in with an Ed25519 key. */
 export async function registerOurs(adminUrl: string) {
   const client = await admin<OurClient>(adminUrl, '/admin/clients', { name: 'Bench shop', redirect_uris: [REDIRECT_URI] });
