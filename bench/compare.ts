@@ -56,15 +56,21 @@ const servers = await Promise.all(
   }),
 );
 
-/** The server's CPU time per request (µs) and the rate, for one run of `run`. */
+/**
+ * The rate, and the CPU time per request (µs) of the server and of this process, which generates the load
+ * (autocannon and the sign-in's fetch loop run here) on the same cores.
+ */
 async function measure(server: ServerProcess, run: () => Promise<Measurement>) {
   const before = cpuMs(server.pid);
+  const client = process.cpuUsage();
   const m = await run();
   if (m.errors > 0) throw new Error(`${server.name}: ${m.errors} errors`);
-  return { rate: m.rate, cpuUs: (1000 * (cpuMs(server.pid) - before)) / m.count };
+  const { user, system } = process.cpuUsage(client);
+  return { rate: m.rate, cpuUs: (1000 * (cpuMs(server.pid) - before)) / m.count, clientUs: (user + system) / m.count };
 }
 
-type Sample = { rate: number; cpuUs: number; share?: number };
+type Sample = { rate: number; cpuUs: number; clientUs: number; share?: number };
+const micros = (us: number) => (us >= 1000 ? `${(us / 1000).toFixed(2)} ms` : `${us.toFixed(1)} µs`);
 const samples = new Map<string, Sample[]>();
 const keep = (key: string, sample: Sample) => samples.set(key, [...(samples.get(key) ?? []), sample]);
 // The same samples by round, for the paired ratios: builds measured in the same minutes.
@@ -89,7 +95,7 @@ try {
         keep(`${build.name} ${op}`, sample);
         rounds.set(`${round} ${build.name} ${op}`, sample);
         log(
-          `round ${round + 1}  ${`${build.name} ${op}`.padEnd(28)} ${sample.rate.toFixed(0).padStart(7)}/s  cpu ${sample.cpuUs.toFixed(1)} µs${sample.share ? `  ${sample.share.toFixed(2)}x of the bare route` : ''}`,
+          `round ${round + 1}  ${`${build.name} ${op}`.padEnd(28)} ${sample.rate.toFixed(0).padStart(7)}/s  cpu ${sample.cpuUs.toFixed(1)} µs  load generator ${sample.clientUs.toFixed(1)} µs${sample.share ? `  ${sample.share.toFixed(2)}x of the bare route` : ''}`,
         );
       }
     }
@@ -101,13 +107,13 @@ try {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 log(`\nmedians of ${args.rounds} rounds (${load.durationSeconds} s each; ${load.connections} connections, the sign-in ${flowConnections})\n`);
-log('| run | requests (flows)/s | server CPU per request (flow) | rate as a share of the bare route |');
-log('| --- | ---: | ---: | ---: |');
+log('| run | requests (flows)/s | server CPU per request (flow) | load generator CPU | rate as a share of the bare route |');
+log('| --- | ---: | ---: | ---: | ---: |');
 for (const [key, list] of samples) {
   const shares = list.flatMap((s) => (s.share === undefined ? [] : [s.share]));
-  const cpu = median(list.map((s) => s.cpuUs));
+  const [cpu, client] = [median(list.map((s) => s.cpuUs)), median(list.map((s) => s.clientUs))];
   log(
-    `| ${key} | ${median(list.map((s) => s.rate)).toFixed(0)} | ${cpu >= 1000 ? `${(cpu / 1000).toFixed(2)} ms` : `${cpu.toFixed(1)} µs`} | ${shares.length ? `${median(shares).toFixed(2)}x` : ''} |`,
+    `| ${key} | ${median(list.map((s) => s.rate)).toFixed(0)} | ${micros(cpu)} | ${micros(client)} | ${shares.length ? `${median(shares).toFixed(2)}x` : ''} |`,
   );
 }
 if (builds.length > 1) {

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { type AssertionKey, createAssertion, keyFromPrivateKey } from '@agent-auth/agent';
-import { CookieJar, expectStatus, FORM, form, pkce } from './http.js';
+import { CookieJar, expectStatus, FORM, form, pkce, send } from './http.js';
 import type { Target } from './load.js';
 
 export interface OurClient {
@@ -94,7 +94,7 @@ export async function authorizePage(base: string, client: OurClient, resource?: 
     scope: 'openid email',
   });
   if (resource) query.set('resource', resource);
-  const page = await expectStatus(await fetch(`${base}/authorize?${query}`), 200);
+  const page = await expectStatus(await send(`${base}/authorize?${query}`), 200);
   jar.store(page);
   const requestId = /<meta name="request-id" content="([^"]+)">/.exec(await page.text())?.[1];
   if (!requestId) throw new Error('no request id on the authorization page');
@@ -106,28 +106,25 @@ export async function authenticate(base: string, agent: OurAgent, requestId: str
   const proof = agent.key
     ? { agent_assertion: await createAssertion(agent.key, { agentId: agent.agent_id, issuer: base, requestId }) }
     : { agent_secret: agent.agent_secret };
-  const res = await fetch(`${base}/api/agent/authenticate`, {
+  const res = await send(`${base}/api/agent/authenticate`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ request_id: requestId, agent_id: agent.agent_id, ...proof, model: 'bench-model' }),
   });
-  await (await expectStatus(res, 200)).arrayBuffer();
+  await expectStatus(res, 200);
 }
 
 /** GET /api/check-status as the sign-in page asks it before it completes: the agent has authenticated. */
 export async function checkStatus(base: string, requestId: string) {
-  const res = await expectStatus(await fetch(`${base}/api/check-status?request_id=${encodeURIComponent(requestId)}`), 200);
+  const res = await expectStatus(await send(`${base}/api/check-status?request_id=${encodeURIComponent(requestId)}`), 200);
   const { status } = (await res.json()) as { status: string };
   if (status !== 'authenticated') throw new Error(`check-status: ${status}`);
 }
 
 /** GET /authorize/complete as the browser: the code from the redirect to the website. */
 export async function complete(base: string, jar: CookieJar, requestId: string): Promise<string> {
-  const res = await fetch(`${base}/authorize/complete?request_id=${encodeURIComponent(requestId)}`, {
-    headers: { cookie: jar.header() },
-    redirect: 'manual',
-  });
-  await (await expectStatus(res, 302)).arrayBuffer();
+  const res = await send(`${base}/authorize/complete?request_id=${encodeURIComponent(requestId)}`, { headers: { cookie: jar.header() } });
+  await expectStatus(res, 302);
   const code = new URL(res.headers.get('location')!).searchParams.get('code');
   if (!code) throw new Error(`no code in ${res.headers.get('location')}`);
   return code;
@@ -162,12 +159,12 @@ export function introspectBody(client: ClientCredentials, token: string): string
 }
 
 export async function exchangeCode(base: string, client: OurClient, code: string, verifier: string, resource?: string): Promise<TokenSet> {
-  const res = await fetch(`${base}/token`, { method: 'POST', headers: FORM, body: codeExchangeBody(client, code, verifier, resource) });
+  const res = await send(`${base}/token`, { method: 'POST', headers: FORM, body: codeExchangeBody(client, code, verifier, resource) });
   return (await (await expectStatus(res, 200)).json()) as TokenSet;
 }
 
 export async function userinfo(base: string, accessToken: string) {
-  const res = await fetch(`${base}/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
+  const res = await send(`${base}/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
   return (await (await expectStatus(res, 200)).json()) as { sub: string; email?: string };
 }
 

@@ -1,4 +1,4 @@
-import { CookieJar, expectStatus, FORM, form, pkce } from '../../lib/http.js';
+import { type Answer, CookieJar, expectStatus, FORM, form, pkce, send } from '../../lib/http.js';
 import { PEER_CLIENT } from './provider.js';
 
 export interface PeerTokens {
@@ -7,26 +7,20 @@ export interface PeerTokens {
 }
 
 /** Follows the provider's redirects by hand, keeping its cookies, until one leaves the provider. */
-async function follow(base: string, jar: CookieJar, res: Response): Promise<URL> {
+async function follow(base: string, jar: CookieJar, res: Answer): Promise<URL> {
   for (let hops = 0; hops < 10; hops++) {
     jar.store(res);
-    await res.arrayBuffer();
     if (res.status < 300 || res.status >= 400) throw new Error(`peer: expected a redirect, got ${res.status}`);
     const location = new URL(res.headers.get('location')!, base);
     if (location.origin !== new URL(base).origin || location.pathname.startsWith('/interaction/')) return location;
-    res = await fetch(location, { headers: { cookie: jar.header() }, redirect: 'manual' });
+    res = await send(location, { headers: { cookie: jar.header() } });
   }
   throw new Error('peer: too many redirects');
 }
 
 /** Submits one devInteractions form (login or consent) and follows on to the next stop. */
 async function submit(base: string, jar: CookieJar, interaction: URL, fields: Record<string, string>) {
-  const res = await fetch(interaction, {
-    method: 'POST',
-    headers: { ...FORM, cookie: jar.header() },
-    body: form(fields),
-    redirect: 'manual',
-  });
+  const res = await send(interaction, { method: 'POST', headers: { ...FORM, cookie: jar.header() }, body: form(fields) });
   return follow(base, jar, res);
 }
 
@@ -47,13 +41,13 @@ export async function peerSignIn(base: string, account: string): Promise<PeerTok
     code_challenge: challenge,
     code_challenge_method: 'S256',
   });
-  const login = await follow(base, jar, await fetch(`${base}/auth?${query}`, { redirect: 'manual' }));
+  const login = await follow(base, jar, await send(`${base}/auth?${query}`));
   const consent = await submit(base, jar, login, { prompt: 'login', login: account, password: 'any' });
   const callback = await submit(base, jar, consent, { prompt: 'consent' });
   const code = callback.searchParams.get('code');
   if (!code) throw new Error(`peer: no code in ${callback}`);
 
-  const res = await fetch(`${base}/token`, {
+  const res = await send(`${base}/token`, {
     method: 'POST',
     headers: FORM,
     body: form({
