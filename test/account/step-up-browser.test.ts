@@ -61,9 +61,9 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
     await page.waitForURL(`${issuer}/account`);
   }
 
-  it('with a passkey: a stale session is asked for it in place, and the change (a lower policy, a deletion) goes through', async () => {
+  it('with a passkey: a stale session is asked for it in place, and the change (a lower policy, a key made in the browser, a deletion) goes through', async () => {
     const email = `owner-${randomBytes(4).toString('hex')}@example.com`;
-    await server.createAgent(email);
+    const agent = await server.createAgent(email);
     const context = await browser.newContext();
     const page = await context.newPage();
     // The virtual authenticator belongs to this page: the owner stays on it.
@@ -84,6 +84,15 @@ describe(`the portal asks for a fresh confirmation in place (${storeName})`, () 
     await owner.getByText('Settings saved.').waitFor();
     expect((await settingsOf(email)).approval_policy).toBe('never');
     expect((await smtp.next(email, 5000, (m) => m.text.includes('to “Never ask me”'))).subject).toContain('lowered its protection');
+
+    // A key made in the browser for the agent: asked too, then registered and downloaded.
+    await stale(email);
+    await owner.goto(`${issuer}/account/agents/${agent.agent_id}`);
+    await owner.getByRole('button', { name: 'Make a key and download it' }).click();
+    const [download] = await Promise.all([owner.waitForEvent('download'), owner.getByRole('button', { name: 'Confirm with your passkey' }).click()]);
+    await owner.getByText(`its private key downloaded as ${download.suggestedFilename()}`).waitFor();
+    const keys = await server.services.db.query(`SELECT 1 FROM agent_keys WHERE agent_id = $1`, [agent.agent_id]);
+    expect(keys.rowCount).toBe(1);
 
     // Deleting the passkey: asked again once stale, then gone.
     await stale(email);
