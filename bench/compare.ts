@@ -34,7 +34,8 @@ const builds = args.build.map((spec) => {
   return { name, dir: `${dir.replace(/\/$/, '')}/` };
 });
 const log = (line: string) => process.stdout.write(`${line}\n`);
-const CEILING_PORT = 38450;
+// Below the ephemeral range, as in run.ts.
+const CEILING_PORT = 28450;
 
 const store = await postgresStore(
   process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
@@ -43,7 +44,7 @@ const store = await postgresStore(
 const ceiling = ops.includes('ceiling') ? await tsxProcess('ceiling', 'bench/peers/fastify-ceiling.ts', {}, CEILING_PORT) : undefined;
 const servers = await Promise.all(
   builds.map(async (build, i) => {
-    const ours = await startOurServer(build.dir, build.name, 38452 + 2 * i, store.location(`build_${i}`));
+    const ours = await startOurServer(build.dir, build.name, 28452 + 2 * i, store.location(`build_${i}`));
     const { client, agent } = await registerOurs(ours.adminBase);
     const hotReads = ourHotReads(ours.base, client, (await fullSignIn(ours.base, client, agent)).access_token);
     const run: Record<string, (options: LoadOptions) => Promise<Measurement>> = {

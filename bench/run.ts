@@ -80,7 +80,8 @@ const codeCount = Number(args.codes ?? (smoke ? 50 : 3000));
 const largeRows = smoke || onlyOps || args['no-large'] ? 0 : Number(args.rows);
 const adminUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 // Each of our servers takes its port and the next (the admin listener).
-const PORTS = { ours: 38400, peer: 38402, ceiling: 38403, large: 38404, peerMemory: 38408, cacheFull: 38410, headToHead: 38412 };
+// Below Linux's ephemeral range (32768 and up): a port there can be taken by one of the bench's own kept-alive client sockets.
+const PORTS = { ours: 28400, peer: 28402, ceiling: 28403, large: 28404, peerMemory: 28408, cacheFull: 28410, headToHead: 28412 };
 const PEER_NOTE =
   'node-oidc-provider 9 (Koa) with a PostgreSQL key/value adapter (bench/peers/oidc-provider), opaque access tokens ' +
   '(its default; each one is a row), rotating refresh tokens, HS256 ID tokens, accounts in memory. It prints ' +
