@@ -14,7 +14,8 @@ import { startOurServer, tsxProcess } from './lib/servers.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const { values: args } = parseArgs({
   options: {
-    // NAME=DIR, repeated: a checkout with its dist/ built. Default: this checkout alone.
+    // NAME=DIR[,KEY=VALUE...], repeated: a checkout with its dist/ built, and settings of its own (LOG_LEVEL=info).
+    // Default: this checkout alone.
     build: { type: 'string', multiple: true, default: [`this=${root}`] },
     ops: { type: 'string', default: 'ceiling,healthz,userinfo,introspect' },
     rounds: { type: 'string', default: '5' },
@@ -29,9 +30,11 @@ const load: LoadOptions = { durationSeconds: Number(args.duration), connections:
 const flowConnections = Number(args['flow-connections']);
 const ops = args.ops.split(',').map((s) => s.trim());
 const builds = args.build.map((spec) => {
-  const [name, dir] = spec.split('=');
-  if (!name || !dir) throw new Error(`--build takes NAME=DIR, not ${spec}`);
-  return { name, dir: `${dir.replace(/\/$/, '')}/` };
+  const [build, ...settings] = spec.split(',');
+  const [name, dir] = build.split('=');
+  if (!name || !dir) throw new Error(`--build takes NAME=DIR[,KEY=VALUE...], not ${spec}`);
+  const env = Object.fromEntries(settings.map((setting) => [setting.slice(0, setting.indexOf('=')), setting.slice(setting.indexOf('=') + 1)]));
+  return { name, dir: `${dir.replace(/\/$/, '')}/`, env };
 });
 const log = (line: string) => process.stdout.write(`${line}\n`);
 // Below the ephemeral range, as in run.ts.
@@ -44,7 +47,7 @@ const store = await postgresStore(
 const ceiling = ops.includes('ceiling') ? await tsxProcess('ceiling', 'bench/peers/fastify-ceiling.ts', {}, CEILING_PORT) : undefined;
 const servers = await Promise.all(
   builds.map(async (build, i) => {
-    const ours = await startOurServer(build.dir, build.name, 28452 + 2 * i, store.location(`build_${i}`));
+    const ours = await startOurServer(build.dir, build.name, 28452 + 2 * i, store.location(`build_${i}`), [], build.env);
     const { client, agent } = await registerOurs(ours.adminBase);
     const hotReads = ourHotReads(ours.base, client, (await fullSignIn(ours.base, client, agent)).access_token);
     const run: Record<string, (options: LoadOptions) => Promise<Measurement>> = {
