@@ -121,7 +121,7 @@ describe(`the owners' portal pages (${storeName})`, () => {
     expect(none).toMatch(/<textarea id="new-key" name="jwk" data-type="json"/);
     // A way an owner can use (a key made in the browser), not an operator's command.
     expect(none).toContain('<button id="make-key" type="button" class="primary">Make a key and download it</button>');
-    expect(none).toContain(`fetch("${keysOf(alice)}"`);
+    expect(none).toContain(`window.agentAuthPortal.api('POST', "${keysOf(alice)}"`);
     expect(none).not.toContain('agent-auth agents keys add');
     expect(none).not.toContain('key-only');
     // Rotation signs the agent out everywhere unless the owner unchecks the box.
