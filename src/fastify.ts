@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import type { TrustProxy } from './config.js';
 import { ServiceUnavailable } from './errors.js';
-import { loggerOptions, requestLogger } from './logger.js';
+import { AccessLog, loggerOptions, requestLogger } from './logger.js';
 import { sendError, toOAuthError } from './plugins/error-handler.js';
 import { addressKey } from './plugins/rate-limit.js';
 import type { Services } from './services.js';
@@ -113,6 +113,7 @@ export function createFastify(services: Services, options: AppOptions = {}): Fas
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
     },
     childLoggerFactory: requestLogger,
+    logController: new AccessLog(),
     routerOptions: { maxParamLength: 200 },
     // The router's own refusals (an over-long or badly encoded path parameter) bypass the error
     // handler; they get the same format. No browser route has path parameters, hence JSON.

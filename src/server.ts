@@ -29,7 +29,9 @@ export interface RunningServer {
  * SHUTDOWN_DELAY_SECONDS, then stops taking connections, drains, and closes the store.
  */
 export async function startServer(config: Config): Promise<RunningServer> {
-  const logger = pino(loggerOptions(config.logLevel) as pino.LoggerOptions);
+  // Asynchronous: a line goes out without a write system call of its own on the request's path, and lines
+  // that come while one is being written go out with the next. pino flushes what is left when the process exits.
+  const logger = pino(loggerOptions(config.logLevel) as pino.LoggerOptions, pino.destination({ dest: 1, sync: false }));
   const services = await openServices(config);
   const adminToken = await resolveAdminToken(config.adminToken, config.dataDir, services.store).catch(async (err) => {
     await services.db.close();
