@@ -21,7 +21,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '5' },
     duration: { type: 'string', default: '4' },
     connections: { type: 'string', default: '50' },
-    // The sign-in is a loop of fetch calls in this process; fewer workers than autocannon's connections.
+    // The sign-in is a loop of requests in this process (bench/lib/http.ts, send); fewer workers than autocannon's connections.
     'flow-connections': { type: 'string', default: '10' },
   },
 });
@@ -62,7 +62,7 @@ const servers = await Promise.all(
 
 /**
  * The rate, and the CPU time per request (µs) of the server and of this process, which generates the load
- * (autocannon and the sign-in's fetch loop run here) on the same cores.
+ * (autocannon and the sign-in's loop run here) on the same cores.
  */
 async function measure(server: ServerProcess, run: () => Promise<Measurement>) {
   const before = cpuMs(server.pid);

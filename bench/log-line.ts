@@ -1,6 +1,7 @@
 /**
- * `tsx bench/log-line.ts`: the CPU time of one log line (the process's, per line), with our logger options (src/logger.ts) and without
- * parts of them, written to /dev/null. What an access line costs each request at LOG_LEVEL=info.
+ * `tsx bench/log-line.ts`: the CPU time this process spends on one log line written to /dev/null, with our
+ * logger options (src/logger.ts) and without parts of them. What an access line costs each request at
+ * LOG_LEVEL=info.
  */
 import pino from 'pino';
 import { loggerOptions } from '../src/logger.js';

@@ -5,7 +5,7 @@ import type { BaseLogger, Bindings, ChildLoggerOptions, Level, Logger } from 'pi
 export type Log = Pick<BaseLogger, 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'>;
 
 /** What a log line says of a request: never its query string, headers or body. */
-export function requestFields(req: { method: string; url: string; ip: string }) {
+function requestFields(req: { method: string; url: string; ip: string }) {
   return { method: req.method, path: req.url.split('?')[0], remoteAddress: req.ip };
 }
 
